@@ -1,0 +1,159 @@
+package crew_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+)
+
+// submitters runs b.N submissions split over n goroutines.
+func submitters(b *testing.B, n int, submit func()) {
+	var wg sync.WaitGroup
+	per := b.N / n
+	for i := range n {
+		k := per
+		if i == 0 {
+			k += b.N % n
+		}
+		wg.Go(func() {
+			for range k {
+				submit()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func poolSizes() []int { return []int{runtime.GOMAXPROCS(0), 1000} }
+
+func submitterCounts() []int { return []int{1, runtime.GOMAXPROCS(0)} }
+
+// BenchmarkGo is the short-task path: submit and run an empty task, waited
+// for with a WaitGroup.
+func BenchmarkGo(b *testing.B) {
+	for _, size := range poolSizes() {
+		for _, subs := range submitterCounts() {
+			b.Run(fmt.Sprintf("workers=%d/submitters=%d", size, subs), func(b *testing.B) {
+				p, err := crew.New(crew.WithWorkers(size))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				var wg sync.WaitGroup
+				task := func() { wg.Done() }
+				b.ReportAllocs()
+				b.ResetTimer()
+				wg.Add(b.N)
+				submitters(b, subs, func() { _ = p.Go(task) })
+				wg.Wait()
+			})
+		}
+	}
+}
+
+// BenchmarkChannelPool is the floor to compare with: GOMAXPROCS goroutines
+// reading a buffered channel of functions.
+func BenchmarkChannelPool(b *testing.B) {
+	for _, subs := range submitterCounts() {
+		b.Run(fmt.Sprintf("submitters=%d", subs), func(b *testing.B) {
+			ch := make(chan func(), 1024)
+			var workers sync.WaitGroup
+			for range runtime.GOMAXPROCS(0) {
+				workers.Go(func() {
+					for f := range ch {
+						f()
+					}
+				})
+			}
+			var wg sync.WaitGroup
+			task := func() { wg.Done() }
+			b.ReportAllocs()
+			b.ResetTimer()
+			wg.Add(b.N)
+			submitters(b, subs, func() { ch <- task })
+			wg.Wait()
+			b.StopTimer()
+			close(ch)
+			workers.Wait()
+		})
+	}
+}
+
+var sink uint64
+
+func factorial(n uint64) uint64 {
+	r := uint64(1)
+	for i := uint64(2); i <= n; i++ {
+		r *= i
+	}
+	return r
+}
+
+// cpuTask is about 72 ns of CPU: ten factorials of 20.
+func cpuTask() uint64 {
+	var s uint64
+	for range 10 {
+		s += factorial(20)
+	}
+	return s
+}
+
+// BenchmarkFactorialBatch runs 1024 small CPU tasks per op; divide ns/op by
+// 1024 for the cost per task.
+func BenchmarkFactorialBatch(b *testing.B) {
+	const batch = 1024
+	b.Run("crew", func(b *testing.B) {
+		p, _ := crew.New()
+		defer p.Close()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		task := func() {
+			v := cpuTask()
+			_ = v
+			wg.Done()
+		}
+		_ = &mu
+		b.ReportAllocs()
+		for b.Loop() {
+			wg.Add(batch)
+			for range batch {
+				_ = p.Go(task)
+			}
+			wg.Wait()
+		}
+	})
+	b.Run("sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var s uint64
+			for range batch {
+				s += cpuTask()
+			}
+			sink = s
+		}
+	})
+}
+
+// BenchmarkSubmitTimeout is the long-task path: submit a task with a timeout
+// and wait for its handle.
+func BenchmarkSubmitTimeout(b *testing.B) {
+	p, _ := crew.New()
+	defer p.Close()
+	ctx := context.Background()
+	task := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	var last *crew.Task
+	for b.Loop() {
+		t, err := p.Submit(ctx, task, crew.Timeout(time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = t
+	}
+	last.Wait()
+}

@@ -1,0 +1,170 @@
+package crew
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Task is the handle of a task given to Submit or TrySubmit (or to a Group):
+// the caller waits on it and reads its outcome. All its methods are safe for
+// concurrent use. A Task is also the source of the context its function
+// receives, so a submit costs one allocation.
+type Task struct {
+	state atomic.Uint32
+	name  string
+
+	fn      func(context.Context) error
+	fnErr   func() error // a group's errgroup-style function
+	timeout time.Duration
+	parent  context.Context // source of Value; never of cancellation
+	group   *Group
+
+	deadline time.Time // set by the worker before the function starts
+	err      error     // written once, before state turns terminal
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	done    chan struct{} // completion, made on demand
+	ctxDone chan struct{} // the function's context, made on demand
+	ctxErr  error
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func (t *Task) init(name string, timeout time.Duration, parent context.Context) {
+	t.name = name
+	t.timeout = timeout
+	t.parent = parent
+	t.wg.Add(1)
+}
+
+// Name returns the name given with Named.
+func (t *Task) Name() string { return t.name }
+
+// State returns where the task stands now.
+func (t *Task) State() State {
+	s := State(t.state.Load())
+	if s == completing {
+		return Running
+	}
+	return s
+}
+
+// Wait blocks until the task reaches a terminal state and returns its error:
+// nil on success, the function's error, a *PanicError, ErrTimeout,
+// ErrCanceled (or the cause that cancelled its group) or ErrNotRun.
+func (t *Task) Wait() error {
+	t.wg.Wait()
+	return t.err
+}
+
+// Done returns a channel closed when the task reaches a terminal state. The
+// first call on a pending task allocates the channel.
+func (t *Task) Done() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == nil {
+		if State(t.state.Load()).Terminal() {
+			return closedChan
+		}
+		t.done = make(chan struct{})
+	}
+	return t.done
+}
+
+// Err returns the task's error once it is terminal, and nil before. Use
+// State or Done to tell a pending task from one that succeeded.
+func (t *Task) Err() error {
+	if State(t.state.Load()).Terminal() {
+		return t.err
+	}
+	return nil
+}
+
+// start moves a queued task to Running; false means someone else already
+// finished it (its group was cancelled) and it must not run.
+func (t *Task) start() bool {
+	return t.state.CompareAndSwap(uint32(Queued), uint32(Running))
+}
+
+// finish completes the task if it is still in state from, and reports
+// whether this call did it. Exactly one finisher wins; the others return
+// false and leave no trace.
+func (t *Task) finish(from, to State, err error) bool {
+	if !t.state.CompareAndSwap(uint32(from), uint32(completing)) {
+		return false
+	}
+	t.err = err
+	t.state.Store(uint32(to))
+	t.mu.Lock()
+	if t.done != nil {
+		close(t.done)
+	}
+	t.mu.Unlock()
+	// The function's context ends with the task, as with a deferred cancel.
+	t.cancel(context.Canceled)
+	if t.group != nil {
+		t.group.taskDone(t, err)
+	}
+	t.wg.Done()
+	return true
+}
+
+// cancel ends the function's context with err, once.
+func (t *Task) cancel(err error) {
+	t.mu.Lock()
+	if t.ctxErr == nil {
+		t.ctxErr = err
+		if t.ctxDone != nil {
+			close(t.ctxDone)
+		}
+	}
+	t.mu.Unlock()
+}
+
+func (t *Task) context() context.Context { return (*taskContext)(t) }
+
+// taskContext is the context.Context a task's function receives: cancelled at
+// the task's timeout, on a hard stop and when the task ends; its values come
+// from the context given to Submit. It shares the Task's memory.
+type taskContext Task
+
+func (c *taskContext) Deadline() (time.Time, bool) {
+	if c.timeout > 0 {
+		return c.deadline, true
+	}
+	return time.Time{}, false
+}
+
+func (c *taskContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctxDone == nil {
+		if c.ctxErr != nil {
+			return closedChan
+		}
+		c.ctxDone = make(chan struct{})
+	}
+	return c.ctxDone
+}
+
+func (c *taskContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctxErr
+}
+
+func (c *taskContext) Value(key any) any {
+	if c.parent == nil {
+		return nil
+	}
+	return c.parent.Value(key)
+}
+
+func (c *taskContext) String() string { return "crew.Task(" + c.name + ").context" }
