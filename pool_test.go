@@ -15,15 +15,15 @@ import (
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for name, opt := range map[string]crew.Option{
-		"zero workers":         crew.WithWorkers(0),
-		"negative workers":     crew.WithWorkers(-1),
-		"negative queue":       crew.WithQueueSize(-5),
-		"zero queue":           crew.WithQueueSize(0),
-		"zero idle timeout":    crew.WithIdleTimeout(0),
-		"negative timeout":     crew.WithTaskTimeout(-time.Second),
-		"zero stop grace":      crew.WithStopGrace(0),
-		"nil context":          crew.WithContext(nil), //nolint:staticcheck // the point of the test
-		"nil option":           nil,
+		"zero workers":      crew.WithWorkers(0),
+		"negative workers":  crew.WithWorkers(-1),
+		"negative queue":    crew.WithQueueSize(-5),
+		"zero queue":        crew.WithQueueSize(0),
+		"zero idle timeout": crew.WithIdleTimeout(0),
+		"negative timeout":  crew.WithTaskTimeout(-time.Second),
+		"zero stop grace":   crew.WithStopGrace(0),
+		"nil context":       crew.WithContext(nil), //nolint:staticcheck // the point of the test
+		"nil option":        nil,
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, err := crew.New(opt)

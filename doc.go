@@ -1,0 +1,33 @@
+// Package crew runs a service's tasks on a bounded, reusable set of
+// goroutines.
+//
+// A [Pool] has an upper bound of workers (by default runtime.GOMAXPROCS(0),
+// which follows the container's CPU quota) and a bounded queue in front of
+// them. Workers start lazily, when a task finds none free, and exit after an
+// idle timeout: a pool that has nothing to do holds no goroutine, and New
+// starts none.
+//
+// Two kinds of task:
+//
+//   - Short tasks, [Pool.Go] and [Pool.TryGo]: a func() run inline by a
+//     worker. No timeout, no handle, no allocation; the cheapest path.
+//   - Long tasks, [Pool.Submit] and [Pool.TrySubmit]: a
+//     func(context.Context) error with an optional timeout, returning a
+//     [*Task] to wait on. One allocation, which is both the handle and the
+//     task's context.
+//
+// A panic in a task becomes a [*PanicError] carrying the value and the
+// stack; the worker lives on. A task that times out releases its waiters at
+// the deadline with [ErrTimeout], and its worker stays taken until the
+// function really returns, so the bound always holds.
+//
+// [Pool.Pause], [Pool.Resume] and [Pool.Resize] change a running pool;
+// [Pool.Stats] is a snapshot cheap enough for every Prometheus scrape, and
+// [WithObserver] sees every task's name, queue wait, run time and outcome.
+//
+// [Pool.Shutdown] stops a pool in one of four modes ([Drain], [Soft],
+// [SoftThenHard], [Hard]) with its deadline taken from a context, and
+// [Pool.Close] stops it hard at once. Whatever the mode, every accepted
+// task reaches exactly one terminal [State] and everyone waiting on it is
+// released; once Shutdown returns nil, no goroutine of the pool is left.
+package crew

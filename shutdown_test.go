@@ -1,0 +1,256 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/crew-go/crew"
+	"go.uber.org/goleak"
+)
+
+// TestShutdownModes sets up, for each mode, one worker running a task that
+// honours its context, one running a task that ignores it until released,
+// and queued long and short tasks, then checks SPEC §1's table and
+// invariants 1, 3, 5 and 6.
+func TestShutdownModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode     crew.ShutdownMode
+		deadline time.Duration // 0: no deadline
+		// what the caller sees
+		wantErr error
+		// what happens to the honouring running task, the queued tasks
+		honouring, queued crew.State
+		queuedRan         bool
+	}{
+		{mode: crew.Drain, wantErr: nil, honouring: crew.Succeeded, queued: crew.Succeeded, queuedRan: true},
+		{mode: crew.Soft, wantErr: nil, honouring: crew.Succeeded, queued: crew.Rejected},
+		{mode: crew.SoftThenHard, deadline: time.Minute, wantErr: context.DeadlineExceeded, honouring: crew.Canceled, queued: crew.Rejected},
+		{mode: crew.Hard, wantErr: nil, honouring: crew.Canceled, queued: crew.Rejected},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPool(t, crew.WithWorkers(2), crew.WithStopGrace(time.Hour))
+				g := newGate()
+				honouring := submit(t, p, g.honour, crew.Named("honouring"))
+				ignoring := submit(t, p, g.ignore, crew.Named("ignoring"))
+				g.waitStarted(t, 2)
+				var queuedRan atomic.Int64
+				queued := make([]*crew.Task, 3)
+				for i := range queued {
+					queued[i] = submit(t, p, func(context.Context) error { queuedRan.Add(1); return nil })
+				}
+				for range 3 {
+					if err := p.Go(func() { queuedRan.Add(1) }); err != nil {
+						t.Fatal(err)
+					}
+				}
+
+				ctx := context.Background()
+				if tc.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+				}
+				result := make(chan error, 1)
+				start := time.Now()
+				go func() { result <- p.Shutdown(ctx, tc.mode) }()
+				synctest.Wait()
+
+				// Invariant 5: any call after shutdown began fails at once.
+				if err := p.Go(func() {}); !errors.Is(err, crew.ErrClosed) {
+					t.Errorf("Go after shutdown = %v", err)
+				}
+				if _, err := p.TrySubmit(g.ignore); !errors.Is(err, crew.ErrClosed) {
+					t.Errorf("TrySubmit after shutdown = %v", err)
+				}
+				for name, call := range map[string]func() error{"Pause": p.Pause, "Resume": p.Resume, "Resize": func() error { return p.Resize(3) }} {
+					if err := call(); !errors.Is(err, crew.ErrClosed) {
+						t.Errorf("%s after shutdown = %v", name, err)
+					}
+				}
+
+				// Running tasks finish (drain, soft) or are cancelled at once
+				// (hard) or at the deadline (soft-then-hard); in every mode
+				// the ignoring task holds its worker until released.
+				if tc.mode == crew.Drain || tc.mode == crew.Soft {
+					g.open()
+				} else {
+					time.Sleep(tc.deadline)
+					synctest.Wait()
+					if honouring.State() != crew.Canceled || ignoring.State() != crew.Canceled {
+						t.Fatalf("after hard stop: %v, %v", honouring.State(), ignoring.State())
+					}
+					if !errors.Is(ignoring.Err(), crew.ErrCanceled) || !errors.Is(ignoring.Err(), context.Canceled) {
+						t.Fatalf("cancelled task error: %v", ignoring.Err())
+					}
+					if s := p.Stats(); s.Busy != 1 {
+						t.Fatalf("ignoring task's worker freed before its function returned: %+v", s)
+					}
+					select {
+					case err := <-result:
+						t.Fatalf("Shutdown returned %v while a function still ran", err)
+					default:
+					}
+					g.open()
+				}
+				err := <-result
+				if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Shutdown = %v, want %v", err, tc.wantErr)
+				}
+				if tc.deadline > 0 && time.Since(start) != tc.deadline {
+					t.Errorf("Shutdown took %v, want the deadline %v", time.Since(start), tc.deadline)
+				}
+
+				// Invariant 1: every accepted task is terminal, its waiter released.
+				if got := honouring.State(); got != tc.honouring {
+					t.Errorf("honouring task: %v, want %v", got, tc.honouring)
+				}
+				for _, q := range queued {
+					if got := q.State(); got != tc.queued {
+						t.Errorf("queued task: %v, want %v", got, tc.queued)
+					}
+					if tc.queued == crew.Rejected && !errors.Is(q.Wait(), crew.ErrNotRun) {
+						t.Errorf("queued task error: %v", q.Wait())
+					}
+				}
+				if ran := queuedRan.Load() > 0; ran != tc.queuedRan {
+					t.Errorf("queued tasks ran: %v, want %v", ran, tc.queuedRan)
+				}
+				// Invariant 6.
+				s := checkCounts(t, p)
+				// Six dropped from the queue, two refused after shutdown.
+				if tc.queued == crew.Rejected && s.Rejected != 8 || s.Submitted != 10 {
+					t.Errorf("rejected %d of %d, want 8 of 10: %+v", s.Rejected, s.Submitted, s)
+				}
+				// Invariant 3: Shutdown returned, no goroutine of crew's left;
+				// and calling it again is harmless.
+				if err := p.Shutdown(context.Background(), tc.mode); err != nil && tc.wantErr == nil {
+					t.Errorf("second Shutdown = %v", err)
+				}
+				if err := p.Close(); err != nil {
+					t.Errorf("Close after Shutdown = %v", err)
+				}
+			})
+			goleak.VerifyNone(t)
+		})
+	}
+}
+
+func TestDrainResumesPausedPool(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(2))
+	_ = p.Pause()
+	tasks := make([]*crew.Task, 10)
+	for i := range tasks {
+		tasks[i] = submit(t, p, func(context.Context) error { return nil })
+	}
+	if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if task.State() != crew.Succeeded {
+			t.Fatalf("drained task: %v", task.State())
+		}
+	}
+	checkCounts(t, p)
+}
+
+func TestSoftShutdownDeadlineReturnsAndWorkGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(1))
+		g := newGate()
+		running := submit(t, p, g.ignore)
+		g.waitStarted(t, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx, crew.Soft); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v", err)
+		}
+		if running.State() != crew.Running {
+			t.Fatalf("soft deadline touched the running task: %v", running.State())
+		}
+		g.open()
+		if err := p.Shutdown(context.Background(), crew.Soft); err != nil {
+			t.Fatal(err)
+		}
+		if running.State() != crew.Succeeded {
+			t.Fatalf("running task: %v", running.State())
+		}
+	})
+}
+
+func TestCloseReportsTasksIgnoringCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(2), crew.WithStopGrace(5*time.Second))
+		g := newGate()
+		stuck := submit(t, p, g.ignore, crew.Named("stubborn"))
+		g.waitStarted(t, 1)
+		start := time.Now()
+		err := p.Close()
+		if !errors.Is(err, crew.ErrStuck) || !strings.Contains(err.Error(), `"stubborn"`) {
+			t.Fatalf("Close = %v", err)
+		}
+		if time.Since(start) != 5*time.Second {
+			t.Fatalf("Close waited %v, want the stop grace", time.Since(start))
+		}
+		if !errors.Is(stuck.Wait(), crew.ErrCanceled) {
+			t.Fatalf("stuck task: %v", stuck.Err())
+		}
+		g.open()
+		if err := p.Shutdown(context.Background(), crew.Hard); err != nil {
+			t.Fatalf("Shutdown once the function returned = %v", err)
+		}
+		checkCounts(t, p)
+	})
+}
+
+func TestPoolContextEndIsHardStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		p := newPool(t, crew.WithWorkers(1), crew.WithContext(ctx))
+		g := newGate()
+		running := submit(t, p, g.honour)
+		g.waitStarted(t, 1)
+		queued := submit(t, p, g.honour)
+		cancel()
+		if err := running.Wait(); !errors.Is(err, crew.ErrCanceled) {
+			t.Fatalf("running task = %v", err)
+		}
+		if err := queued.Wait(); !errors.Is(err, crew.ErrNotRun) {
+			t.Fatalf("queued task = %v", err)
+		}
+		if err := p.Go(func() {}); !errors.Is(err, crew.ErrClosed) {
+			t.Fatalf("Go after the pool's context ended = %v", err)
+		}
+		if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, p)
+	})
+}
+
+func TestConcurrentShutdownsAndCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(4), crew.WithStopGrace(time.Second))
+		g := newGate()
+		for range 4 {
+			submit(t, p, g.honour)
+		}
+		g.waitStarted(t, 4)
+		errs := make(chan error, 8)
+		for _, m := range []crew.ShutdownMode{crew.Drain, crew.Soft, crew.SoftThenHard, crew.Hard} {
+			go func() { errs <- p.Shutdown(context.Background(), m) }()
+			go func() { errs <- p.Close() }()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Errorf("concurrent stop = %v", err)
+			}
+		}
+		checkCounts(t, p)
+	})
+}
