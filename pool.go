@@ -147,9 +147,6 @@ func (p *Pool) Submit(ctx context.Context, fn func(context.Context) error, opts 
 	if ctx == nil {
 		return nil, invalid("nil context")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	t, err := p.newTask(ctx, fn, opts)
 	if err != nil {
 		return nil, err
@@ -204,8 +201,19 @@ func (p *Pool) tryPut(it *item) error {
 	}
 }
 
-// put queues it, waiting for room; a nil ctx waits until shutdown.
+// put queues it, waiting for room; a nil ctx waits until shutdown. A
+// context that has already ended is refused even when there is room.
 func (p *Pool) put(ctx context.Context, it *item) error {
+	if ctx != nil {
+		if p.level.Load() != levelOpen {
+			p.counts.refused.Add(1)
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			p.counts.refused.Add(1)
+			return err
+		}
+	}
 	if p.cfg.observer != nil {
 		it.enq = time.Since(p.epoch)
 	}
