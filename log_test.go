@@ -1,0 +1,94 @@
+package crew_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/crew-go/crew"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) records(t *testing.T) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestLoggerRecordsPanicsControlAndShutdown(t *testing.T) {
+	var buf syncBuffer
+	p := newPool(t, crew.WithName("jobs"), crew.WithWorkers(1),
+		crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	_ = p.Pause()
+	_ = p.Resume()
+	_ = p.Resize(2)
+	task := submit(t, p, func(context.Context) error { panic("kaboom") }, crew.Named("bad"))
+	_ = task.Wait()
+	g := newGate()
+	submit(t, p, g.ignore)
+	g.waitStarted(t, 1)
+	_ = p.Pause()
+	queued := submit(t, p, g.ignore)
+	go g.open()
+	if err := p.Shutdown(context.Background(), crew.Soft); err != nil {
+		t.Fatal(err)
+	}
+	_ = queued.Wait()
+
+	recs := buf.records(t)
+	var msgs []string
+	for _, r := range recs {
+		msgs = append(msgs, r["msg"].(string))
+		if r["pool"] != "jobs" {
+			t.Errorf("record without the pool's name: %v", r)
+		}
+	}
+	want := []string{"crew: paused", "crew: resumed", "crew: resized", "crew: task panicked", "crew: paused", "crew: shutdown started", "crew: shutdown finished"}
+	if strings.Join(msgs, "|") != strings.Join(want, "|") {
+		t.Fatalf("log messages %q, want %q", msgs, want)
+	}
+	panicked := recs[3]
+	if panicked["task"] != "bad" || panicked["panic"] != "kaboom" || !strings.Contains(panicked["stack"].(string), "goroutine") {
+		t.Errorf("panic record: %v", panicked)
+	}
+	end := recs[6]
+	if end["succeeded"] != float64(1) || end["not_run"] != float64(1) {
+		t.Errorf("shutdown end record: %v", end)
+	}
+}
+
+func TestNoLoggerLogsNothing(t *testing.T) {
+	// The default pool has no logger: a panic must not reach slog's default.
+	var buf syncBuffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	p := newPool(t)
+	_ = submit(t, p, func(context.Context) error { panic("quiet") }).Wait()
+	_ = p.Shutdown(context.Background(), crew.Drain)
+	if buf.b.Len() != 0 {
+		t.Fatalf("logged without a logger: %s", buf.b.String())
+	}
+}
