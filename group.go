@@ -1,7 +1,368 @@
 package crew
 
-// Group is filled in by the groups work; the worker needs these two hooks.
-type Group struct{}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
 
-func (g *Group) cancelled() error      { return nil }
-func (g *Group) taskDone(*Task, error) {}
+// Group runs a set of tasks on a pool and waits for them, in the shape of
+// errgroup: g, ctx := NewGroup(ctx, pool); g.Go(f); ...; err := g.Wait().
+// Its tasks share the pool's bound and queue with everything else.
+//
+// By default the first task error (or panic, as a *PanicError) cancels the
+// group's context with that error as its cause (context.Cause), and Wait
+// returns it; tasks of the group still queued then complete with the cause
+// without running. With JoinErrors, every error is kept and Wait returns
+// them joined, and an error cancels nothing.
+//
+// Go costs no allocation; the group itself costs a context. A Group must
+// not be copied, and may not be reused after Wait returns.
+type Group struct {
+	pool   *Pool
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	cfgErr error
+	join   bool
+	limit  int64
+
+	pending atomic.Int64 // accepted, not finished
+	running atomic.Int64 // functions executing now
+	waiters atomic.Int32 // Go calls waiting for the limit
+	slot    chan struct{}
+
+	mu       sync.Mutex
+	err      error   // the first error
+	errs     []error // every error, with JoinErrors
+	skipSeen bool    // the cause of skipped tasks is recorded once
+	doneCh   chan struct{}
+}
+
+// GroupOption configures a Group, a Results, a Stream, Map or ForEach.
+// GroupOptions are created by the functions of this package only.
+type GroupOption interface {
+	applyGroup(*Group) error
+}
+
+type groupOptionFunc func(*Group) error
+
+func (f groupOptionFunc) applyGroup(g *Group) error { return f(g) }
+
+// JoinErrors makes Wait return every error of the group, joined with
+// errors.Join (so errors.Is and errors.As see each), instead of the first;
+// an error then cancels nothing.
+func JoinErrors() GroupOption {
+	return groupOptionFunc(func(g *Group) error {
+		g.join = true
+		return nil
+	})
+}
+
+// Limit bounds how many tasks of the group may be queued or running at
+// once, below the pool's own bound; Go waits for a free place. It must be
+// at least 1.
+func Limit(n int) GroupOption {
+	return groupOptionFunc(func(g *Group) error {
+		if n < 1 {
+			return invalid("group limit %d, want >= 1", n)
+		}
+		g.limit = int64(n)
+		g.slot = make(chan struct{}, 1)
+		return nil
+	})
+}
+
+// NewGroup returns a group running on pool, and its context, derived from
+// ctx: cancelled by the group's first error (unless JoinErrors), when Wait
+// returns, and with ctx. A bad option or a nil pool or ctx makes every Go
+// and Wait return the error; NewGroup itself never fails.
+func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, context.Context) {
+	g := &Group{pool: pool}
+	if ctx == nil {
+		ctx = context.Background()
+		g.cfgErr = invalid("nil context")
+	}
+	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	if pool == nil {
+		g.cfgErr = invalid("nil pool")
+	}
+	for _, o := range opts {
+		if o == nil {
+			g.cfgErr = invalid("nil GroupOption")
+			continue
+		}
+		if err := o.applyGroup(g); err != nil && g.cfgErr == nil {
+			g.cfgErr = err
+		}
+	}
+	return g, g.ctx
+}
+
+// Go runs fn on the pool as a task of the group, waiting for room in the
+// queue (and under the group's Limit). It returns an error when the task
+// was not accepted: the cause of the group's cancellation, ErrClosed,
+// ErrNilFunc. The error is also recorded in the group, so that Wait reports
+// it even if the caller ignores it.
+func (g *Group) Go(fn func() error, opts ...TaskOption) error {
+	err := g.submit(fn, opts, true)
+	if err != nil {
+		g.record(err)
+	}
+	return err
+}
+
+// TryGo is Go without waiting: it returns ErrQueueFull when the pool's
+// queue or the group's Limit has no room. Its refusals are not recorded in
+// the group.
+func (g *Group) TryGo(fn func() error, opts ...TaskOption) error {
+	return g.submit(fn, opts, false)
+}
+
+func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
+	if g.cfgErr != nil {
+		return g.cfgErr
+	}
+	if fn == nil {
+		return ErrNilFunc
+	}
+	var tc taskConfig
+	if len(opts) > 0 {
+		if err := tc.apply(opts, true); err != nil {
+			return err
+		}
+	}
+	if g.ctx.Err() != nil {
+		return context.Cause(g.ctx)
+	}
+	if err := g.acquire(block); err != nil {
+		return err
+	}
+	it := item{g: g, efn: fn, name: tc.name}
+	var err error
+	if block {
+		err = g.pool.put(g.ctx, &it)
+	} else {
+		err = g.pool.tryPut(&it)
+	}
+	if err != nil {
+		g.finished(nil, false)
+		if g.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
+			err = context.Cause(g.ctx)
+		}
+	}
+	return err
+}
+
+// acquire counts a new task as pending, within the group's limit.
+func (g *Group) acquire(block bool) error {
+	if g.limit == 0 {
+		g.pending.Add(1)
+		return nil
+	}
+	for {
+		n := g.pending.Load()
+		if n < g.limit {
+			if g.pending.CompareAndSwap(n, n+1) {
+				// Two places may have freed at once for one token: pass
+				// the second on.
+				if g.waiters.Load() > 0 && n+1 < g.limit {
+					g.release()
+				}
+				return nil
+			}
+			continue
+		}
+		if !block {
+			return ErrQueueFull
+		}
+		// Register, then look again: a finisher lowers pending, then looks
+		// at waiters, so one of the two sees the other.
+		g.waiters.Add(1)
+		if g.pending.Load() < g.limit {
+			g.waiters.Add(-1)
+			continue
+		}
+		select {
+		case <-g.slot:
+			g.waiters.Add(-1)
+		case <-g.ctx.Done():
+			g.waiters.Add(-1)
+			return context.Cause(g.ctx)
+		}
+	}
+}
+
+func (g *Group) release() {
+	select {
+	case g.slot <- struct{}{}:
+	default:
+	}
+}
+
+// run is called by a worker with a task of the group; it runs fn unless the
+// group is cancelled or the pool is stopping hard.
+func (g *Group) run(fn func() error, hard bool) (State, error) {
+	g.running.Add(1)
+	if hard || g.ctx.Err() != nil {
+		cause := context.Cause(g.ctx)
+		if hard {
+			cause = ErrCanceled
+		}
+		g.finished(cause, true)
+		return Canceled, cause
+	}
+	err, pe := callGroup(fn)
+	state := Succeeded
+	switch {
+	case pe != nil:
+		state, err = Panicked, pe
+	case err != nil:
+		state = Failed
+	}
+	g.finished(err, true)
+	return state, err
+}
+
+// finished accounts for one task of the group reaching a terminal state.
+func (g *Group) finished(err error, ran bool) {
+	if err != nil {
+		g.record(err)
+	}
+	r := int64(-1)
+	if ran {
+		r = g.running.Add(-1)
+	}
+	n := g.pending.Add(-1)
+	if g.limit > 0 && g.waiters.Load() > 0 {
+		g.release()
+	}
+	if n == 0 || r == 0 && g.ctx.Err() != nil {
+		g.signal()
+	}
+}
+
+// record keeps err as the group's first error (cancelling the group) or,
+// with JoinErrors, among all of them. The cause of a cancellation, met again
+// by every skipped task, is kept once.
+func (g *Group) record(err error) {
+	g.mu.Lock()
+	if g.ctx.Err() != nil && err == context.Cause(g.ctx) {
+		if g.skipSeen {
+			g.mu.Unlock()
+			return
+		}
+		g.skipSeen = true
+	}
+	first := g.err == nil
+	if first {
+		g.err = err
+	}
+	if g.join {
+		g.errs = append(g.errs, err)
+	}
+	g.mu.Unlock()
+	if first && !g.join {
+		g.cancel(err)
+	}
+}
+
+// signal wakes the callers of Wait.
+func (g *Group) signal() {
+	g.mu.Lock()
+	if g.doneCh != nil {
+		close(g.doneCh)
+		g.doneCh = nil
+	}
+	g.mu.Unlock()
+}
+
+// Wait blocks until every task of the group has finished, or, once the
+// group is cancelled, until no function of the group is running (its queued
+// tasks then complete with the cause without running). It returns the
+// first error, or all of them joined with JoinErrors, or the cause of the
+// cancellation if tasks were left unrun. It cancels the group's context.
+func (g *Group) Wait() error {
+	return g.wait(nil)
+}
+
+// WaitContext is Wait with a deadline: when ctx ends first, it cancels the
+// group with ctx's cause and returns at once an *UnfinishedError saying how
+// many tasks were still running and queued.
+func (g *Group) WaitContext(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("nil context")
+	}
+	return g.wait(ctx)
+}
+
+func (g *Group) wait(ctx context.Context) error {
+	if g.cfgErr != nil {
+		return g.cfgErr
+	}
+	var deadline <-chan struct{}
+	if ctx != nil {
+		deadline = ctx.Done()
+	}
+	cancelled := g.ctx.Done()
+	for {
+		g.mu.Lock()
+		pending, running := g.pending.Load(), g.running.Load()
+		if pending == 0 || running == 0 && g.ctx.Err() != nil {
+			err := g.result(pending > 0)
+			g.mu.Unlock()
+			g.cancel(err)
+			return err
+		}
+		if g.doneCh == nil {
+			g.doneCh = make(chan struct{})
+		}
+		done := g.doneCh
+		g.mu.Unlock()
+		select {
+		case <-done:
+		case <-cancelled:
+			cancelled = nil
+		case <-deadline:
+			cause := context.Cause(ctx)
+			g.cancel(cause)
+			running := g.running.Load()
+			return &UnfinishedError{Running: int(running), Queued: int(max(0, g.pending.Load()-running)), Err: cause}
+		}
+	}
+}
+
+// result is the error Wait returns; g.mu is held.
+func (g *Group) result(unrun bool) error {
+	var err error
+	if g.join {
+		err = errors.Join(g.errs...)
+	} else {
+		err = g.err
+	}
+	if err == nil && unrun {
+		err = context.Cause(g.ctx)
+	}
+	return err
+}
+
+// UnfinishedError is returned by a wait with a deadline that passed before
+// every task had finished.
+type UnfinishedError struct {
+	// Running and Queued count the tasks still running and not yet started.
+	Running, Queued int
+	// Indexes lists, in submission order, the tasks that had not finished,
+	// where the caller tracks them (Results, Map).
+	Indexes []int
+	// Err is the cause of the end of the wait, such as
+	// context.DeadlineExceeded.
+	Err error
+}
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("crew: wait ended (%v) with %d task(s) running and %d queued", e.Err, e.Running, e.Queued)
+}
+
+// Unwrap returns the cause of the end of the wait.
+func (e *UnfinishedError) Unwrap() error { return e.Err }

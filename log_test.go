@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/crew-go/crew"
 )
@@ -38,6 +39,10 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 }
 
 func TestLoggerRecordsPanicsControlAndShutdown(t *testing.T) {
+	synctest.Test(t, testLogger)
+}
+
+func testLogger(t *testing.T) {
 	var buf syncBuffer
 	p := newPool(t, crew.WithName("jobs"), crew.WithWorkers(1),
 		crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
@@ -51,8 +56,11 @@ func TestLoggerRecordsPanicsControlAndShutdown(t *testing.T) {
 	g.waitStarted(t, 1)
 	_ = p.Pause()
 	queued := submit(t, p, g.ignore)
-	go g.open()
-	if err := p.Shutdown(context.Background(), crew.Soft); err != nil {
+	stopped := make(chan error)
+	go func() { stopped <- p.Shutdown(context.Background(), crew.Soft) }()
+	synctest.Wait() // shutdown has started with one task running
+	g.open()
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	_ = queued.Wait()

@@ -61,10 +61,13 @@ type Pool struct {
 
 const terminatedBit = 1 << 62
 
-// item is one queued task: a short function or a Task.
+// item is one queued task: a short function, a Task, or a group's function.
+// Its 56 bytes and the slot's sequence number fill one cache line.
 type item struct {
 	fn   func()
 	t    *Task
+	g    *Group
+	efn  func() error
 	name string
 	enq  time.Duration // since epoch, only with an observer
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"go.uber.org/goleak"
 )
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -35,15 +36,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestNewStartsNoGoroutineAndSizesFromGOMAXPROCS(t *testing.T) {
-	before := runtime.NumGoroutine()
-	p, err := crew.New()
+	p, err := crew.New(crew.WithContext(t.Context()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if n := runtime.NumGoroutine(); n != before {
-		t.Fatalf("New started %d goroutines", n-before)
-	}
+	goleak.VerifyNone(t) // not a single goroutine while the pool is open
+
 	s := p.Stats()
 	if s.MaxWorkers != runtime.GOMAXPROCS(0) || s.Workers != 0 || s.QueueCapacity != crew.DefaultQueueSize {
 		t.Fatalf("defaults: %+v", s)

@@ -27,8 +27,7 @@ type ring struct {
 
 type slot struct {
 	seq atomic.Uint64
-	it  item
-	_   [16]byte // a slot per cache line: neighbours do not false-share
+	it  item // with seq, one cache line: neighbours do not false-share
 
 }
 

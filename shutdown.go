@@ -151,10 +151,10 @@ func (p *Pool) dropQueue() {
 func (p *Pool) drop(it *item, c *counters) {
 	name := it.name
 	if t := it.t; t != nil {
-		if !t.finish(Queued, Rejected, ErrNotRun) {
-			return // already completed by its group
-		}
+		t.finish(Queued, Rejected, ErrNotRun)
 		name = t.name
+	} else if it.g != nil {
+		it.g.finished(ErrNotRun, false)
 	}
 	c.count(Rejected)
 	if p.cfg.observer != nil {
@@ -168,14 +168,20 @@ func (p *Pool) drop(it *item, c *counters) {
 func (p *Pool) cancelRunning() {
 	p.mu.Lock()
 	var running []*Task
+	var groups []*Group
 	for w := range p.workers {
 		if t := w.current.Load(); t != nil {
 			running = append(running, t)
 		}
+		if g := w.group.Load(); g != nil {
+			groups = append(groups, g)
+		}
 	}
 	p.mu.Unlock()
+	for _, g := range groups {
+		g.cancel(ErrCanceled)
+	}
 	for _, t := range running {
-		t.cancel(context.Canceled)
 		if t.finish(Running, Canceled, ErrCanceled) {
 			p.counts.count(Canceled)
 		}

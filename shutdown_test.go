@@ -254,3 +254,27 @@ func TestConcurrentShutdownsAndCloses(t *testing.T) {
 		checkCounts(t, p)
 	})
 }
+
+// TestCancelledStateWinsOverHonouringReturn: a task that returns as soon as
+// its context ends must still be reported as cancelled (hard stop) or timed
+// out, never as failed with ctx.Err(). The finisher settles the state before
+// it cancels the context.
+func TestCancelledStateWinsOverHonouringReturn(t *testing.T) {
+	honour := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	for range 200 {
+		p, _ := crew.New(crew.WithWorkers(2))
+		started := make(chan struct{})
+		running := submit(t, p, func(ctx context.Context) error { close(started); return honour(ctx) })
+		timed := submit(t, p, honour, crew.Timeout(time.Microsecond))
+		<-started
+		if err := timed.Wait(); timed.State() != crew.TimedOut {
+			t.Fatalf("timed-out task: %v, %v", timed.State(), err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if running.State() != crew.Canceled || !errors.Is(running.Err(), crew.ErrCanceled) {
+			t.Fatalf("hard-stopped task: %v, %v", running.State(), running.Err())
+		}
+	}
+}

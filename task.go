@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Task is the handle of a task given to Submit or TrySubmit (or to a Group):
+// Task is the handle of a task given to Submit or TrySubmit:
 // the caller waits on it and reads its outcome. All its methods are safe for
 // concurrent use. A Task is also the source of the context its function
 // receives, so a submit costs one allocation.
@@ -16,10 +16,8 @@ type Task struct {
 	name  string
 
 	fn      func(context.Context) error
-	fnErr   func() error // a group's errgroup-style function
 	timeout time.Duration
 	parent  context.Context // source of Value; never of cancellation
-	group   *Group
 
 	deadline time.Time // set by the worker before the function starts
 	err      error     // written once, before state turns terminal
@@ -87,15 +85,17 @@ func (t *Task) Err() error {
 	return nil
 }
 
-// start moves a queued task to Running; false means someone else already
-// finished it (its group was cancelled) and it must not run.
+// start moves a queued task to Running.
 func (t *Task) start() bool {
 	return t.state.CompareAndSwap(uint32(Queued), uint32(Running))
 }
 
 // finish completes the task if it is still in state from, and reports
 // whether this call did it. Exactly one finisher wins; the others return
-// false and leave no trace.
+// false and leave no trace. The function's context ends with the task (as
+// with a deferred cancel): with DeadlineExceeded for a timeout, else
+// Canceled. The state is settled before the context ends, so that a
+// function returning on cancellation cannot win in the meantime.
 func (t *Task) finish(from, to State, err error) bool {
 	if !t.state.CompareAndSwap(uint32(from), uint32(completing)) {
 		return false
@@ -107,10 +107,10 @@ func (t *Task) finish(from, to State, err error) bool {
 		close(t.done)
 	}
 	t.mu.Unlock()
-	// The function's context ends with the task, as with a deferred cancel.
-	t.cancel(context.Canceled)
-	if t.group != nil {
-		t.group.taskDone(t, err)
+	if to == TimedOut {
+		t.cancel(context.DeadlineExceeded)
+	} else {
+		t.cancel(context.Canceled)
 	}
 	t.wg.Done()
 	return true

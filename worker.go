@@ -1,7 +1,6 @@
 package crew
 
 import (
-	"context"
 	"errors"
 	"runtime"
 	"sync/atomic"
@@ -24,6 +23,7 @@ type worker struct {
 	timer     *time.Timer   // the running task's timeout, reused
 	fired     chan struct{} // the timeout callback has finished
 	current   atomic.Pointer[Task]
+	group     atomic.Pointer[Group] // the group whose function is running
 	counts    counters
 }
 
@@ -197,10 +197,13 @@ func (w *worker) run(it *item) {
 		p.drop(it, &w.counts)
 		return
 	}
-	if it.t == nil {
-		w.runShort(it)
-	} else {
+	switch {
+	case it.t != nil:
 		w.runTask(it)
+	case it.g != nil:
+		w.runGroup(it)
+	default:
+		w.runShort(it)
 	}
 }
 
@@ -237,7 +240,7 @@ func (w *worker) runTask(it *item) {
 	p := w.p
 	t := it.t
 	if !t.start() {
-		return // completed while queued: its group was cancelled
+		return
 	}
 	var start time.Duration
 	if p.cfg.observer != nil {
@@ -248,16 +251,8 @@ func (w *worker) runTask(it *item) {
 	// then look at the level. One of the two sees the other.
 	if p.level.Load() >= levelHard {
 		w.current.Store(nil)
-		t.cancel(context.Canceled)
 		w.finish(t, Canceled, ErrCanceled, it, start, false)
 		return
-	}
-	if g := t.group; g != nil {
-		if cause := g.cancelled(); cause != nil {
-			w.current.Store(nil)
-			w.finish(t, Canceled, cause, it, start, false)
-			return
-		}
 	}
 	if t.timeout > 0 {
 		t.deadline = time.Now().Add(t.timeout)
@@ -303,9 +298,6 @@ func callTask(t *Task) (err error, pe *PanicError) {
 			pe = newPanicError(t.name, v)
 		}
 	}()
-	if t.fnErr != nil {
-		return t.fnErr(), nil
-	}
 	return t.fn(t.context()), nil
 }
 
@@ -333,12 +325,45 @@ func (w *worker) disarm() {
 // the function returns.
 func (w *worker) onTimeout() {
 	if t := w.current.Load(); t != nil {
-		t.cancel(context.DeadlineExceeded)
 		if t.finish(Running, TimedOut, ErrTimeout) {
 			w.counts.count(TimedOut)
 		}
 	}
 	w.fired <- struct{}{}
+}
+
+func (w *worker) runGroup(it *item) {
+	p := w.p
+	g := it.g
+	var start time.Duration
+	if p.cfg.observer != nil {
+		start = time.Since(p.epoch)
+	}
+	// As in runTask: a hard stop sets the level, then cancels the groups of
+	// running functions; we publish the group, then look at the level.
+	w.group.Store(g)
+	state, err := g.run(it.efn, p.level.Load() >= levelHard)
+	w.group.Store(nil)
+	if state == Panicked {
+		p.panicked(err.(*PanicError))
+	}
+	w.counts.count(state)
+	if p.cfg.observer != nil {
+		o := Observation{Name: it.name, Wait: start - it.enq, State: state}
+		if state != Canceled {
+			o.Run = time.Since(p.epoch) - start
+		}
+		p.cfg.observer(o)
+	}
+}
+
+func callGroup(fn func() error) (err error, pe *PanicError) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe = newPanicError("", v)
+		}
+	}()
+	return fn(), nil
 }
 
 // goexit cleans up after a task function called runtime.Goexit: the task
@@ -354,6 +379,10 @@ func (w *worker) goexit() {
 		if t.finish(Running, Failed, ErrGoexit) {
 			w.counts.count(Failed)
 		}
+	} else if g := w.group.Load(); g != nil {
+		w.group.Store(nil)
+		g.finished(ErrGoexit, true)
+		w.counts.count(Failed)
 	} else {
 		w.counts.count(Failed) // a short task
 	}
