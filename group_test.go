@@ -1,0 +1,386 @@
+package crew_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/crew-go/crew"
+)
+
+func TestGroupFirstErrorCancelsWithCauseAndSkipsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(2))
+		g, ctx := crew.NewGroup(context.Background(), p)
+		boom := errors.New("boom")
+		var ran atomic.Int64
+		var sawCause atomic.Value
+		_ = g.Go(func() error { // honours the group's context
+			<-ctx.Done()
+			sawCause.Store(context.Cause(ctx))
+			return ctx.Err()
+		})
+		_ = g.Go(func() error { time.Sleep(time.Second); return boom })
+		for range 5 {
+			_ = g.Go(func() error { ran.Add(1); return nil })
+		}
+		if err := g.Wait(); err != boom {
+			t.Fatalf("Wait = %v", err)
+		}
+		if sawCause.Load() != boom || ran.Load() != 0 {
+			t.Fatalf("cause %v, queued tasks ran %d", sawCause.Load(), ran.Load())
+		}
+		if err := g.Go(func() error { return nil }); err != boom {
+			t.Fatalf("Go after the first error = %v", err)
+		}
+		_ = p.Shutdown(context.Background(), crew.Drain)
+		s := checkCounts(t, p)
+		if s.Canceled != 5 || s.Failed != 2 {
+			t.Fatalf("counts: %+v", s)
+		}
+	})
+}
+
+func TestGroupJoinErrorsKeepsGoing(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(3))
+	g, ctx := crew.NewGroup(context.Background(), p, crew.JoinErrors())
+	errs := []error{errors.New("a"), errors.New("b"), errors.New("c")}
+	var ran atomic.Int64
+	for _, e := range errs {
+		_ = g.Go(func() error { ran.Add(1); return e })
+		_ = g.Go(func() error { ran.Add(1); return nil })
+	}
+	_ = g.Go(func() error { panic("p") })
+	err := g.Wait()
+	for _, e := range errs {
+		if !errors.Is(err, e) {
+			t.Errorf("joined error misses %v: %v", e, err)
+		}
+	}
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Value != "p" {
+		t.Errorf("joined error misses the panic: %v", err)
+	}
+	if ran.Load() != 6 {
+		t.Errorf("ran %d of 6", ran.Load())
+	}
+	if ctx.Err() == nil {
+		t.Error("Wait did not cancel the group's context")
+	}
+}
+
+func TestGroupPanicFailsGroupWithStack(t *testing.T) {
+	var hooked atomic.Int64
+	p := newPool(t, crew.WithPanicHandler(func(*crew.PanicError) { hooked.Add(1) }))
+	g, ctx := crew.NewGroup(context.Background(), p)
+	_ = g.Go(func() error { panic("group panic") })
+	err := g.Wait()
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Value != "group panic" || len(pe.Stack) == 0 {
+		t.Fatalf("Wait = %v", err)
+	}
+	if !errors.As(context.Cause(ctx), &pe) || hooked.Load() != 1 {
+		t.Fatalf("cause %v, hook %d", context.Cause(ctx), hooked.Load())
+	}
+}
+
+func TestGroupWaitContextReportsUnfinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(2))
+		g, gctx := crew.NewGroup(context.Background(), p)
+		for range 5 {
+			_ = g.Go(func() error {
+				select {
+				case <-time.After(time.Hour):
+				case <-gctx.Done():
+				}
+				return nil
+			})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err := g.WaitContext(ctx)
+		var ue *crew.UnfinishedError
+		if !errors.As(err, &ue) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitContext = %v", err)
+		}
+		if ue.Running != 2 || ue.Queued != 3 || time.Since(start) != time.Second {
+			t.Fatalf("unfinished %+v after %v", ue, time.Since(start))
+		}
+		if context.Cause(gctx) != context.DeadlineExceeded {
+			t.Fatalf("group not cancelled with the deadline: %v", context.Cause(gctx))
+		}
+		if err := g.Wait(); err != context.DeadlineExceeded {
+			t.Fatalf("Wait after = %v", err)
+		}
+	})
+}
+
+// TestGroupWaitersReleased proves item 4 of the groups issue: every waiter
+// is released in every case, including a paused pool whose queue holds the
+// group's tasks.
+func TestGroupWaitersReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stop    func(p *crew.Pool, cancelGroup, cancelPool context.CancelFunc)
+		wantErr error
+	}{
+		{"drain", func(p *crew.Pool, _, _ context.CancelFunc) { go p.Shutdown(context.Background(), crew.Drain) }, nil},
+		{"soft", func(p *crew.Pool, _, _ context.CancelFunc) { go p.Shutdown(context.Background(), crew.Soft) }, crew.ErrNotRun},
+		{"soft-then-hard", func(p *crew.Pool, _, _ context.CancelFunc) {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				_ = p.Shutdown(ctx, crew.SoftThenHard)
+			}()
+		}, crew.ErrNotRun},
+		{"hard", func(p *crew.Pool, _, _ context.CancelFunc) { go p.Close() }, crew.ErrNotRun},
+		{"group cancelled", func(_ *crew.Pool, cancelGroup, _ context.CancelFunc) { cancelGroup() }, context.Canceled},
+		{"pool context cancelled", func(_ *crew.Pool, _, cancelPool context.CancelFunc) { cancelPool() }, crew.ErrNotRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				poolCtx, cancelPool := context.WithCancel(context.Background())
+				defer cancelPool()
+				p := newPool(t, crew.WithWorkers(1), crew.WithContext(poolCtx))
+				parent, cancelGroup := context.WithCancel(context.Background())
+				defer cancelGroup()
+				g, gctx := crew.NewGroup(parent, p)
+				_ = g.Go(func() error { // running, honours the group's context
+					select {
+					case <-time.After(time.Minute):
+					case <-gctx.Done():
+					}
+					return nil
+				})
+				synctest.Wait()
+				_ = p.Pause() // the rest stays queued
+				for range 3 {
+					_ = g.Go(func() error { return nil })
+				}
+				waited := make(chan error)
+				go func() { waited <- g.Wait() }()
+				synctest.Wait()
+				tc.stop(p, cancelGroup, cancelPool)
+				if tc.name == "drain" || tc.name == "soft" {
+					time.Sleep(time.Minute) // the running task finishes on its own
+				}
+				err := <-waited
+				if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Wait = %v, want %v", err, tc.wantErr)
+				}
+				_ = p.Resume()
+				_ = p.Shutdown(context.Background(), crew.Drain)
+				checkCounts(t, p)
+			})
+		})
+	}
+}
+
+func TestGroupRecordsRefusals(t *testing.T) {
+	p := newPool(t)
+	_ = p.Close()
+	g, _ := crew.NewGroup(context.Background(), p)
+	if err := g.Go(func() error { return nil }); !errors.Is(err, crew.ErrClosed) {
+		t.Fatalf("Go on a closed pool = %v", err)
+	}
+	if err := g.Wait(); !errors.Is(err, crew.ErrClosed) {
+		t.Fatalf("Wait after a refused Go = %v", err)
+	}
+	g2, _ := crew.NewGroup(context.Background(), nil, crew.Limit(0))
+	if err := g2.Go(func() error { return nil }); !errors.Is(err, crew.ErrInvalidOption) {
+		t.Fatalf("Go on a misconfigured group = %v", err)
+	}
+	if err := g2.Wait(); !errors.Is(err, crew.ErrInvalidOption) {
+		t.Fatalf("Wait on a misconfigured group = %v", err)
+	}
+	g3, _ := crew.NewGroup(context.Background(), newPool(t))
+	if err := g3.Go(nil); !errors.Is(err, crew.ErrNilFunc) || !errors.Is(g3.Wait(), crew.ErrNilFunc) {
+		t.Fatalf("Go(nil) = %v", err)
+	}
+}
+
+func TestGroupLimitBoundsParallelism(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(8))
+		g, _ := crew.NewGroup(context.Background(), p, crew.Limit(3))
+		var running, peak atomic.Int64
+		for range 40 {
+			err := g.Go(func() error {
+				n := running.Add(1)
+				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				running.Add(-1)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if peak.Load() != 3 {
+			t.Fatalf("peak %d, limit 3", peak.Load())
+		}
+		// TryGo reports the limit as a full queue.
+		g2, _ := crew.NewGroup(context.Background(), p, crew.Limit(1))
+		_ = g2.Go(func() error { time.Sleep(time.Second); return nil })
+		if err := g2.TryGo(func() error { return nil }); !errors.Is(err, crew.ErrQueueFull) {
+			t.Fatalf("TryGo over the limit = %v", err)
+		}
+		_ = g2.Wait()
+	})
+}
+
+func TestResultsInSubmissionOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(4))
+		r, _ := crew.NewResults[int](context.Background(), p, crew.JoinErrors())
+		bad := errors.New("bad")
+		for i := range 200 {
+			_ = r.Go(func(context.Context) (int, error) {
+				time.Sleep(time.Duration(200-i) * time.Microsecond) // finish in reverse
+				if i == 7 {
+					return 0, bad
+				}
+				if i == 9 {
+					panic("nine")
+				}
+				return i * i, nil
+			})
+		}
+		got, err := r.Wait()
+		if !errors.Is(err, bad) {
+			t.Fatalf("Wait error = %v", err)
+		}
+		errs := r.Errors()
+		for i, v := range got {
+			want := i * i
+			if i == 7 || i == 9 {
+				want = 0
+			}
+			if v != want {
+				t.Fatalf("value %d = %d, want %d", i, v, want)
+			}
+			var pe *crew.PanicError
+			switch {
+			case i == 7 && errs[i] != bad, i == 9 && !errors.As(errs[i], &pe), i != 7 && i != 9 && errs[i] != nil:
+				t.Fatalf("error %d = %v", i, errs[i])
+			}
+		}
+	})
+}
+
+func TestMapForEachAndSeqs(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(4))
+	ctx := context.Background()
+	in := make([]int, 1000)
+	for i := range in {
+		in[i] = i
+	}
+	square := func(_ context.Context, v int) (int, error) { return v * v, nil }
+	out, err := crew.Map(ctx, p, in, square, crew.Limit(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqOut, err := crew.MapSeq(ctx, p, slices.Values(in), square)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in {
+		if out[i] != i*i || seqOut[i] != i*i {
+			t.Fatalf("Map[%d] = %d, MapSeq = %d", i, out[i], seqOut[i])
+		}
+	}
+	var sum atomic.Int64
+	if err := crew.ForEach(ctx, p, in, func(_ context.Context, v int) error { sum.Add(int64(v)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := crew.ForEachSeq(ctx, p, slices.Values(in), func(_ context.Context, v int) error { sum.Add(int64(v)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Load() != 2*999*1000/2 {
+		t.Fatalf("sum %d", sum.Load())
+	}
+	if _, err := crew.Map[int, int](ctx, p, in, nil); !errors.Is(err, crew.ErrNilFunc) {
+		t.Fatalf("Map(nil) = %v", err)
+	}
+}
+
+func TestMapStopsAtFirstError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(1))
+		var calls atomic.Int64
+		in := make([]int, 100)
+		bad := errors.New("bad")
+		_, err := crew.Map(context.Background(), p, in, func(ctx context.Context, _ int) (int, error) {
+			if calls.Add(1) == 3 {
+				return 0, bad
+			}
+			return 1, nil
+		})
+		if err != bad || calls.Load() != 3 {
+			t.Fatalf("Map = %v after %d calls", err, calls.Load())
+		}
+	})
+}
+
+func TestStreamDeliversInOrderAsSoonAsReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(4))
+		var mu sync.Mutex
+		var got []string
+		s, _ := crew.NewStream(context.Background(), p, func(v string, err error) {
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%v:%v", v, err))
+			mu.Unlock()
+		})
+		delays := []time.Duration{3, 1, 2, 5, 4}
+		for i, d := range delays {
+			_ = s.Go(func(context.Context) (string, error) {
+				time.Sleep(d * time.Second)
+				return fmt.Sprint(i), nil
+			})
+		}
+		time.Sleep(3*time.Second + time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		if fmt.Sprint(got) != "[0:<nil> 1:<nil> 2:<nil>]" {
+			t.Fatalf("after 3s: %v", got) // 0, 1 and 2 are done; 3 is not
+		}
+		mu.Unlock()
+		if err := s.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != "[0:<nil> 1:<nil> 2:<nil> 3:<nil> 4:<nil>]" {
+			t.Fatalf("all: %v", got)
+		}
+	})
+}
+
+func TestStreamHandsOverUnrunTasksWithCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(1))
+		var got []string
+		s, _ := crew.NewStream(context.Background(), p, func(v int, err error) { got = append(got, fmt.Sprintf("%v:%v", v, err)) })
+		bad := errors.New("bad")
+		_ = s.Go(func(context.Context) (int, error) { return 1, nil })
+		_ = s.Go(func(context.Context) (int, error) { return 0, bad })
+		_ = s.Go(func(context.Context) (int, error) { return 3, nil })
+		if err := s.Wait(); err != bad {
+			t.Fatalf("Wait = %v", err)
+		}
+		if fmt.Sprint(got) != "[1:<nil> 0:bad 0:bad]" {
+			t.Fatalf("delivered %v", got)
+		}
+	})
+}
