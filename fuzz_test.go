@@ -20,6 +20,7 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{6, 0, 0, 2, 7, 9, 3})
 	f.Add([]byte{2, 200, 2, 5, 10, 10, 3, 11, 1})
 	f.Add([]byte{8, 1, 0, 0, 0, 0, 2, 3, 8, 6, 7, 11, 2})
+	f.Add([]byte{12, 3, 12, 4, 4, 12, 5, 13, 12, 1, 5, 9, 1})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 256 {
 			ops = ops[:256]
@@ -70,8 +71,25 @@ func runOps(t *testing.T, ops []byte) {
 		}
 	}
 	closed := false
+	gctx, cancelGroup := context.WithCancel(context.Background())
+	defer cancelGroup()
+	group, _ := crew.NewGroup(gctx, p, crew.Limit(2))
 	for i := 0; i < len(ops); i++ {
-		switch ops[i] % 12 {
+		switch ops[i] % 14 {
+		case 12: // a group task; blocking only when the pool is not paused
+			a := arg(&i)
+			fn := work(time.Duration(a%8)*time.Millisecond, a)
+			var err error
+			if p.Stats().Paused {
+				err = group.TryGo(func() error { return fn(context.Background()) })
+			} else {
+				err = group.Go(func() error { return fn(context.Background()) })
+			}
+			if err == nil {
+				l.accepted.Add(1)
+			}
+		case 13:
+			cancelGroup()
 		case 0, 1: // short task, blocking when not paused
 			a := arg(&i)
 			fn := work(time.Duration(a%8)*time.Millisecond, a)
@@ -137,6 +155,10 @@ func runOps(t *testing.T, ops []byte) {
 			closed = true
 		}
 	}
+	// The group's waiter is released whatever happened (a hang would be a
+	// deadlock in the bubble); Resume first, as a paused pool holds it.
+	_ = p.Resume()
+	_ = group.Wait()
 	// Wait for every function, including those that ignore cancellation.
 	if err := p.Shutdown(context.Background(), crew.Drain); err != nil && !errors.Is(err, crew.ErrStuck) {
 		t.Fatal(err)

@@ -68,9 +68,10 @@ func (l *ledger) body(r *rand.Rand) func(context.Context) error {
 	}
 }
 
-// TestStress runs many goroutines that submit in every way, pause, resume,
-// resize, read stats and stop the pool at random, and checks invariants 1,
-// 2, 3 and 6 of SPEC §2 at the end of every round.
+// TestStress runs many goroutines that submit in every way (groups too),
+// pause, resume, resize, read stats, cancel groups and stop the pool at
+// random, and checks invariants 1, 2, 3 and 6 of SPEC §2 at the end of
+// every round, and that every group's Wait returns.
 func TestStress(t *testing.T) {
 	rounds := 12
 	if testing.Short() {
@@ -110,7 +111,33 @@ func stressRound(t *testing.T, seed uint64) {
 		rg := rand.New(rand.NewPCG(seed, uint64(g)+2))
 		wg.Go(func() {
 			var mine []*crew.Task
+			var gopts []crew.GroupOption
+			if rg.IntN(2) == 0 {
+				gopts = append(gopts, crew.JoinErrors())
+			}
+			if rg.IntN(2) == 0 {
+				gopts = append(gopts, crew.Limit(1+rg.IntN(4)))
+			}
+			gctx, cancelGroup := context.WithCancel(context.Background())
+			defer cancelGroup()
+			group, _ := crew.NewGroup(gctx, p, gopts...)
 			for range 150 {
+				if rg.IntN(4) == 0 { // a quarter of the operations go to the group
+					fn := l.body(rg)
+					switch rg.IntN(10) {
+					case 0:
+						cancelGroup()
+					case 1, 2:
+						if group.TryGo(func() error { return fn(context.Background()) }) == nil {
+							l.accepted.Add(1)
+						}
+					default:
+						if group.Go(func() error { return fn(context.Background()) }) == nil {
+							l.accepted.Add(1)
+						}
+					}
+					continue
+				}
 				switch op := rg.IntN(100); {
 				case op < 30:
 					fn := l.body(rg)
@@ -164,6 +191,13 @@ func stressRound(t *testing.T, seed uint64) {
 						cancel()
 					}
 				}
+			}
+			// Every group waiter is released, whatever happened to the pool.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var ue *crew.UnfinishedError
+			if err := group.WaitContext(ctx); errors.As(err, &ue) {
+				t.Errorf("group wait hung: %v", err)
 			}
 			l.mu.Lock()
 			l.tasks = append(l.tasks, mine...)
