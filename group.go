@@ -147,7 +147,7 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 		err = g.pool.tryPut(&it)
 	}
 	if err != nil {
-		g.finished(nil, false)
+		g.finished(Rejected, nil, false, nil)
 		if g.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
 			err = context.Cause(g.ctx)
 		}
@@ -203,14 +203,14 @@ func (g *Group) release() {
 
 // run is called by a worker with a task of the group; it runs fn unless the
 // group is cancelled or the pool is stopping hard.
-func (g *Group) run(fn func() error, hard bool) (State, error) {
+func (g *Group) run(fn func() error, hard bool, c *counters) (State, error) {
 	g.running.Add(1)
 	if hard || g.ctx.Err() != nil {
 		cause := context.Cause(g.ctx)
 		if hard {
 			cause = ErrCanceled
 		}
-		g.finished(cause, true)
+		g.finished(Canceled, cause, true, c)
 		return Canceled, cause
 	}
 	err, pe := callGroup(fn)
@@ -221,12 +221,17 @@ func (g *Group) run(fn func() error, hard bool) (State, error) {
 	case err != nil:
 		state = Failed
 	}
-	g.finished(err, true)
+	g.finished(state, err, true, c)
 	return state, err
 }
 
-// finished accounts for one task of the group reaching a terminal state.
-func (g *Group) finished(err error, ran bool) {
+// finished accounts for one task of the group reaching state, counted in c
+// before the group's waiters can be released. A nil c counts nothing: the
+// task was never accepted.
+func (g *Group) finished(state State, err error, ran bool, c *counters) {
+	if c != nil {
+		c.count(state)
+	}
 	if err != nil {
 		g.record(err)
 	}
@@ -325,10 +330,11 @@ func (g *Group) wait(ctx context.Context) error {
 		case <-cancelled:
 			cancelled = nil
 		case <-deadline:
+			// Count before cancelling: cancellation lets tasks finish.
+			running, pending := g.running.Load(), g.pending.Load()
 			cause := context.Cause(ctx)
 			g.cancel(cause)
-			running := g.running.Load()
-			return &UnfinishedError{Running: int(running), Queued: int(max(0, g.pending.Load()-running)), Err: cause}
+			return &UnfinishedError{Running: int(running), Queued: int(max(0, pending-running)), Err: cause}
 		}
 	}
 }

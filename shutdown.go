@@ -132,8 +132,16 @@ func (p *Pool) stop(lv int32) {
 
 var levelNames = [...]string{"open", "drain", "soft", "hard"}
 
-// dropQueue completes every queued task with ErrNotRun.
+// dropQueue completes every queued task with ErrNotRun. It counts as a
+// worker goroutine meanwhile, so that the pool cannot terminate between a
+// pop and its count.
 func (p *Pool) dropQueue() {
+	p.goroutines.Add(1)
+	defer func() {
+		if p.goroutines.Add(-1) == 0 {
+			p.tryTerminate()
+		}
+	}()
 	for {
 		it, ok := p.q.pop()
 		if ok {
@@ -150,13 +158,15 @@ func (p *Pool) dropQueue() {
 // drop completes a queued task without running it.
 func (p *Pool) drop(it *item, c *counters) {
 	name := it.name
-	if t := it.t; t != nil {
-		t.finish(Queued, Rejected, ErrNotRun)
-		name = t.name
-	} else if it.g != nil {
-		it.g.finished(ErrNotRun, false)
+	switch {
+	case it.t != nil:
+		it.t.finish(Queued, Rejected, ErrNotRun, c)
+		name = it.t.name
+	case it.g != nil:
+		it.g.finished(Rejected, ErrNotRun, false, c)
+	default:
+		c.count(Rejected)
 	}
-	c.count(Rejected)
 	if p.cfg.observer != nil {
 		p.cfg.observer(Observation{Name: name, Wait: time.Since(p.epoch) - it.enq, State: Rejected})
 	}
@@ -182,9 +192,7 @@ func (p *Pool) cancelRunning() {
 		g.cancel(ErrCanceled)
 	}
 	for _, t := range running {
-		if t.finish(Running, Canceled, ErrCanceled) {
-			p.counts.count(Canceled)
-		}
+		t.finish(Running, Canceled, ErrCanceled, &p.counts)
 	}
 }
 

@@ -7,13 +7,15 @@ import (
 	"time"
 )
 
-// Task is the handle of a task given to Submit or TrySubmit:
-// the caller waits on it and reads its outcome. All its methods are safe for
+// Task is the handle of a task given to Submit or TrySubmit: the caller
+// waits on it and reads its outcome. All its methods are safe for
 // concurrent use. A Task is also the source of the context its function
 // receives, so a submit costs one allocation.
 type Task struct {
-	state atomic.Uint32
-	name  string
+	state  atomic.Uint32
+	ctxErr atomic.Uint32 // ctxLive, ctxCanceled or ctxDeadline
+	chans  atomic.Uint32 // set once Done or the context's Done made a channel
+	name   string
 
 	fn      func(context.Context) error
 	timeout time.Duration
@@ -23,11 +25,16 @@ type Task struct {
 	err      error     // written once, before state turns terminal
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
+	mu      sync.Mutex    // guards the two channels
 	done    chan struct{} // completion, made on demand
 	ctxDone chan struct{} // the function's context, made on demand
-	ctxErr  error
 }
+
+const (
+	ctxLive uint32 = iota
+	ctxCanceled
+	ctxDeadline
+)
 
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
@@ -56,7 +63,7 @@ func (t *Task) State() State {
 
 // Wait blocks until the task reaches a terminal state and returns its error:
 // nil on success, the function's error, a *PanicError, ErrTimeout,
-// ErrCanceled (or the cause that cancelled its group) or ErrNotRun.
+// ErrCanceled or ErrNotRun.
 func (t *Task) Wait() error {
 	t.wg.Wait()
 	return t.err
@@ -68,6 +75,9 @@ func (t *Task) Done() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done == nil {
+		// Publish the channel's existence before looking at the state;
+		// finish stores the state before looking at chans.
+		t.chans.Store(1)
 		if State(t.state.Load()).Terminal() {
 			return closedChan
 		}
@@ -96,36 +106,35 @@ func (t *Task) start() bool {
 // with a deferred cancel): with DeadlineExceeded for a timeout, else
 // Canceled. The state is settled before the context ends, so that a
 // function returning on cancellation cannot win in the meantime.
-func (t *Task) finish(from, to State, err error) bool {
+//
+// The outcome is counted in c before anyone is released, so that whoever
+// sees the task done also sees it counted.
+func (t *Task) finish(from, to State, err error, c *counters) bool {
 	if !t.state.CompareAndSwap(uint32(from), uint32(completing)) {
 		return false
 	}
+	c.count(to)
 	t.err = err
 	t.state.Store(uint32(to))
-	t.mu.Lock()
-	if t.done != nil {
-		close(t.done)
-	}
-	t.mu.Unlock()
+	ctxErr := ctxCanceled
 	if to == TimedOut {
-		t.cancel(context.DeadlineExceeded)
-	} else {
-		t.cancel(context.Canceled)
+		ctxErr = ctxDeadline
 	}
-	t.wg.Done()
-	return true
-}
-
-// cancel ends the function's context with err, once.
-func (t *Task) cancel(err error) {
-	t.mu.Lock()
-	if t.ctxErr == nil {
-		t.ctxErr = err
+	t.ctxErr.CompareAndSwap(ctxLive, ctxErr)
+	// Without channels, no lock: whoever makes one later sees the state
+	// (and the context's error) already set.
+	if t.chans.Load() != 0 {
+		t.mu.Lock()
+		if t.done != nil {
+			close(t.done)
+		}
 		if t.ctxDone != nil {
 			close(t.ctxDone)
 		}
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
+	t.wg.Done()
+	return true
 }
 
 func (t *Task) context() context.Context { return (*taskContext)(t) }
@@ -146,7 +155,8 @@ func (c *taskContext) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctxDone == nil {
-		if c.ctxErr != nil {
+		c.chans.Store(1)
+		if c.ctxErr.Load() != ctxLive {
 			return closedChan
 		}
 		c.ctxDone = make(chan struct{})
@@ -155,9 +165,13 @@ func (c *taskContext) Done() <-chan struct{} {
 }
 
 func (c *taskContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ctxErr
+	switch c.ctxErr.Load() {
+	case ctxCanceled:
+		return context.Canceled
+	case ctxDeadline:
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (c *taskContext) Value(key any) any {

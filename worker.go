@@ -278,9 +278,7 @@ func (w *worker) runTask(it *item) {
 // reports the task's real terminal state to the observer.
 func (w *worker) finish(t *Task, to State, err error, it *item, start time.Duration, ran bool) {
 	p := w.p
-	if t.finish(Running, to, err) {
-		w.counts.count(to)
-	}
+	t.finish(Running, to, err, &w.counts)
 	if p.cfg.observer == nil {
 		return
 	}
@@ -325,9 +323,7 @@ func (w *worker) disarm() {
 // the function returns.
 func (w *worker) onTimeout() {
 	if t := w.current.Load(); t != nil {
-		if t.finish(Running, TimedOut, ErrTimeout) {
-			w.counts.count(TimedOut)
-		}
+		t.finish(Running, TimedOut, ErrTimeout, &w.counts)
 	}
 	w.fired <- struct{}{}
 }
@@ -342,12 +338,11 @@ func (w *worker) runGroup(it *item) {
 	// As in runTask: a hard stop sets the level, then cancels the groups of
 	// running functions; we publish the group, then look at the level.
 	w.group.Store(g)
-	state, err := g.run(it.efn, p.level.Load() >= levelHard)
+	state, err := g.run(it.efn, p.level.Load() >= levelHard, &w.counts)
 	w.group.Store(nil)
 	if state == Panicked {
 		p.panicked(err.(*PanicError))
 	}
-	w.counts.count(state)
 	if p.cfg.observer != nil {
 		o := Observation{Name: it.name, Wait: start - it.enq, State: state}
 		if state != Canceled {
@@ -376,13 +371,10 @@ func (w *worker) goexit() {
 			w.disarm()
 		}
 		w.current.Store(nil)
-		if t.finish(Running, Failed, ErrGoexit) {
-			w.counts.count(Failed)
-		}
+		t.finish(Running, Failed, ErrGoexit, &w.counts)
 	} else if g := w.group.Load(); g != nil {
 		w.group.Store(nil)
-		g.finished(ErrGoexit, true)
-		w.counts.count(Failed)
+		g.finished(Failed, ErrGoexit, true, &w.counts)
 	} else {
 		w.counts.count(Failed) // a short task
 	}
