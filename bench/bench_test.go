@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// quick shrinks the scenarios whose size is not set by -benchtime (S5's
+// inputs); cmd/crewbench passes it in its -quick mode.
+var quick = flag.Bool("quick", false, "smaller S5 inputs, for CI")
+
+var procs = runtime.GOMAXPROCS(0)
+
+// submitters runs b.N calls of submit split over n goroutines.
+func submitters(b *testing.B, n int, submit func()) {
+	var wg sync.WaitGroup
+	per := b.N / n
+	for i := range n {
+		k := per
+		if i == 0 {
+			k += b.N % n
+		}
+		wg.Go(func() {
+			for range k {
+				submit()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func perTask(b *testing.B, tasksPerOp int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tasksPerOp), "ns/task")
+}
+
+// BenchmarkS1Overhead: an empty task, submitted by 1 and by GOMAXPROCS
+// goroutines into pools of GOMAXPROCS and of 1000 workers; ns/op is the
+// cost of one task, waited for at the end with the contender's own
+// mechanism or a WaitGroup.
+func BenchmarkS1Overhead(b *testing.B) {
+	for _, workers := range []int{procs, 1000} {
+		for _, subs := range []int{1, procs} {
+			for _, c := range Contenders {
+				b.Run(fmt.Sprintf("workers=%d/submitters=%d/lib=%s", workers, subs, c.Name), func(b *testing.B) {
+					r := c.New(Config{Workers: workers, Task: func() {}})
+					defer r.Close()
+					b.ReportAllocs()
+					b.ResetTimer()
+					submitters(b, subs, r.Go)
+					r.Wait()
+					b.StopTimer()
+				})
+			}
+		}
+	}
+}
+
+// S2Batches are S2's batch sizes.
+var S2Batches = []int{1, 10, 100, 1024, 4096}
+
+// BenchmarkS2CPU: batches of ~72 ns CPU tasks on GOMAXPROCS workers, one
+// submitter, waiting for the whole batch; sequential is the same work in
+// a loop.
+func BenchmarkS2CPU(b *testing.B) {
+	task := func() { Sink.Store(CPUTask()) }
+	for _, batch := range S2Batches {
+		b.Run(fmt.Sprintf("batch=%d/lib=sequential", batch), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for range batch {
+					task()
+				}
+			}
+			perTask(b, batch)
+		})
+		for _, c := range Contenders {
+			b.Run(fmt.Sprintf("batch=%d/lib=%s", batch, c.Name), func(b *testing.B) {
+				r := c.New(Config{Workers: procs, Task: task})
+				defer r.Close()
+				b.ReportAllocs()
+				for b.Loop() {
+					for range batch {
+						r.Go()
+					}
+					r.Wait()
+				}
+				perTask(b, batch)
+			})
+		}
+	}
+}
+
+// BenchmarkS4Latency: the time from a submit into an idle pool of
+// GOMAXPROCS workers until the task starts. Each sample follows a 200 µs
+// pause so that the workers have parked; run it with -benchtime=Nx for N
+// samples.
+func BenchmarkS4Latency(b *testing.B) {
+	epoch := time.Now()
+	var started atomic.Int64
+	task := func() { started.Store(int64(time.Since(epoch))) }
+	for _, c := range Contenders {
+		b.Run("lib="+c.Name, func(b *testing.B) {
+			r := c.New(Config{Workers: procs, Task: task})
+			defer r.Close()
+			// Warm up: workers exist, then go idle.
+			r.Go()
+			r.Wait()
+			lat := make([]float64, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				time.Sleep(200 * time.Microsecond)
+				t0 := int64(time.Since(epoch))
+				r.Go()
+				r.Wait()
+				lat = append(lat, float64(started.Load()-t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(percentile(lat, 0.50), "p50-ns")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+		})
+	}
+}
+
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted)-1) + 0.5)
+	return sorted[i]
+}
+
+// S5Inputs and S5Limits are seed 003's grid.
+var (
+	S5Inputs      = []int{1, 10, 100, 1000, 10000, 100000}
+	S5QuickInputs = []int{1, 100, 1000}
+	S5Limits      = []int{10, 100, 1000}
+)
+
+// S5Contenders are the ways seed 003 compared, and crew's. Each is
+// started per op (as in the seed) unless its name ends in -shared: then
+// one runner lives across ops, as a crew pool is meant to.
+var S5Contenders = []string{"crew-go", "crew-go-shared", "chansem", "xsemaphore", "chanpool", "errgroup", "conc", "pond-group-shared"}
+
+// BenchmarkS5SemVsPool: n inputs, each a simulated API call (APICall,
+// ~1 µs of CPU), with at most limit at once; results go to a slice.
+func BenchmarkS5SemVsPool(b *testing.B) {
+	inputs := S5Inputs
+	if *quick {
+		inputs = S5QuickInputs
+	}
+	for _, limit := range S5Limits {
+		for _, n := range inputs {
+			in := make([]uint64, n)
+			for i := range in {
+				in[i] = uint64(i)
+			}
+			out := make([]uint64, n)
+			var next atomic.Int64
+			task := func() {
+				i := next.Add(1) - 1
+				out[i] = APICall(in[i])
+			}
+			for _, name := range S5Contenders {
+				base, shared := strings.CutSuffix(name, "-shared")
+				c, ok := Lookup(base)
+				if !ok {
+					b.Fatalf("no contender %s", base)
+				}
+				cfg := Config{Workers: limit, Task: task}
+				b.Run(fmt.Sprintf("limit=%d/inputs=%d/lib=%s", limit, n, name), func(b *testing.B) {
+					var r Runner
+					if shared {
+						r = c.New(cfg)
+						defer r.Close()
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						next.Store(0)
+						if !shared {
+							r = c.New(cfg)
+						}
+						for range n {
+							r.Go()
+						}
+						r.Wait()
+						if !shared {
+							r.Close()
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkS6Timeout: long tasks with a per-task timeout. case=ok: 1024
+// tasks of ~72 ns that check their context, with a 1 s timeout that never
+// fires, on GOMAXPROCS workers. case=fire: 200 tasks that wait for their
+// context, with a 1 ms timeout that always fires, on 100 workers.
+// crew-submit uses crew.Timeout; every other contender runs the same task
+// inside context.WithTimeout (TimeoutWrapper).
+func BenchmarkS6Timeout(b *testing.B) {
+	cases := []struct {
+		name           string
+		tasks, workers int
+		timeout        time.Duration
+		task           func(context.Context) error
+	}{
+		{"ok", 1024, procs, time.Second, func(ctx context.Context) error {
+			Sink.Store(CPUTask())
+			return ctx.Err()
+		}},
+		{"fire", 200, 100, time.Millisecond, func(ctx context.Context) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}},
+	}
+	for _, tc := range cases {
+		for _, c := range Contenders {
+			b.Run(fmt.Sprintf("case=%s/lib=%s", tc.name, c.Name), func(b *testing.B) {
+				r := c.New(Config{Workers: tc.workers, LongTask: tc.task, Timeout: tc.timeout})
+				defer r.Close()
+				b.ReportAllocs()
+				for b.Loop() {
+					for range tc.tasks {
+						r.Go()
+					}
+					r.Wait()
+				}
+				perTask(b, tc.tasks)
+			})
+		}
+	}
+}
+
+// BenchmarkS7Seed001: seed 001's measure, 100 tasks of 10 ms on 5
+// workers: time to the first completed task, average task run time and
+// average time to completion (both from submit of the first task), total
+// time. Run it with -benchtime=1x; the metrics average over b.N.
+func BenchmarkS7Seed001(b *testing.B) {
+	const tasks, workers = 100, 5
+	for _, c := range Contenders {
+		b.Run("lib="+c.Name, func(b *testing.B) {
+			epoch := time.Now()
+			var next atomic.Int64
+			starts := make([]time.Duration, tasks)
+			ends := make([]time.Duration, tasks)
+			task := func() {
+				i := next.Add(1) - 1
+				starts[i] = time.Since(epoch)
+				time.Sleep(10 * time.Millisecond)
+				ends[i] = time.Since(epoch)
+			}
+			r := c.New(Config{Workers: workers, Task: task})
+			defer r.Close()
+			var first, avgRun, avgDone, total time.Duration
+			for range b.N {
+				next.Store(0)
+				t0 := time.Since(epoch)
+				for range tasks {
+					r.Go()
+				}
+				r.Wait()
+				total += time.Since(epoch) - t0
+				f := ends[0]
+				var run, done time.Duration
+				for i := range tasks {
+					f = min(f, ends[i])
+					run += ends[i] - starts[i]
+					done += ends[i] - t0
+				}
+				first += f - t0
+				avgRun += run / tasks
+				avgDone += done / tasks
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(b.N) / 1e6 }
+			b.ReportMetric(ms(first), "first-ms")
+			b.ReportMetric(ms(avgRun), "avg-run-ms")
+			b.ReportMetric(ms(avgDone), "avg-done-ms")
+			b.ReportMetric(ms(total), "total-ms")
+		})
+	}
+}

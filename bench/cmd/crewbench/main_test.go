@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// ants starts its package-level default pool at import: its goroutines are
+// not leaks of this command.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
+
+// sample is the shape of the quick driver's raw output for a few scenarios.
+const sampleS1 = `goos: linux
+goarch: amd64
+pkg: github.com/crew-go/crew/bench
+cpu: Test CPU
+BenchmarkS1Overhead/workers=2/submitters=1/lib=crew-go-2         	 2000	  60.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkS1Overhead/workers=2/submitters=1/lib=chanpool-1024-2   	 2000	  45.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkS1Overhead/workers=2/submitters=1/lib=ants-2            	 2000	 400.0 ns/op	 0 B/op	 0 allocs/op
+PASS
+BenchmarkS1Overhead/workers=2/submitters=1/lib=crew-go-2         	 2000	  70.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkS1Overhead/workers=2/submitters=1/lib=chanpool-1024-2   	 2000	  44.0 ns/op	 0 B/op	 0 allocs/op
+BenchmarkS1Overhead/workers=2/submitters=1/lib=ants-2            	 2000	 420.0 ns/op	 0 B/op	 0 allocs/op
+`
+
+const sampleS5 = `BenchmarkS5SemVsPool/limit=10/inputs=1/lib=crew-go-shared-2   	 100	  1000 ns/op	 10 B/op	 1 allocs/op
+BenchmarkS5SemVsPool/limit=10/inputs=1/lib=chansem-2   	 100	  800 ns/op	 20 B/op	 2 allocs/op
+BenchmarkS5SemVsPool/limit=10/inputs=100/lib=crew-go-shared-2   	 100	  100000 ns/op	 10 B/op	 1 allocs/op
+BenchmarkS5SemVsPool/limit=10/inputs=100/lib=chansem-2   	 100	  150000 ns/op	 2000 B/op	 200 allocs/op
+`
+
+const sampleS3 = `BenchmarkS3SlowTasks/tasks=10000/limit=500/lib=crew-go-2	1	216000000 ns/op	11000000 peak-rss-B	1400000 total-alloc-B	504 peak-goroutines
+BenchmarkS3SlowTasks/tasks=10000/limit=500/lib=goroutines-2	1	124000000 ns/op	34000000 peak-rss-B	6000000 total-alloc-B	4779 peak-goroutines
+`
+
+// TestRenderFromRaw runs the driver's report step on canned raw files:
+// parsing, medians, ratios, the losses list, charts and benchstat are
+// wired as the quick and full modes use them.
+func TestRenderFromRaw(t *testing.T) {
+	out := t.TempDir()
+	raw := filepath.Join(out, "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"S1.txt": sampleS1, "S3.txt": sampleS3, "S5.txt": sampleS5} {
+		if err := os.WriteFile(filepath.Join(raw, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modDir, err := moduleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{quick: true, passes: 2, out: out, modDir: modDir, s3Tasks: 10000, s3Limit: 500, log: t.Logf}
+	if err := d.render(scenarios(10000, 500)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, want := range []string{
+		"## S1 overhead of an empty task",
+		"| **crew-go** | 65 ns | 60 ns..70 ns |", // median of two passes
+		"| chanpool-1024 | 44.5 ns | 44 ns..45 ns | 0 B | 0 | 0.68× |",
+		"- S1 workers=2/submitters=1: chanpool-1024 44.5 ns vs crew-go 65 ns (0.68×), 1 peer(s) ahead",
+		"- S3 tasks=10000/limit=500: goroutines 124 ms vs crew-go 216 ms",
+		"| ants | 6.31× |", // headline, one configuration
+		"![S5](charts/s5-limit-10.svg)",
+		"Test CPU",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	for _, f := range []string{"s1.svg", "s3.svg", "s3-peak-rss.svg", "s5-limit-10.svg"} {
+		b, err := os.ReadFile(filepath.Join(out, "charts", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "<svg") {
+			t.Errorf("%s is not an SVG", f)
+		}
+	}
+	if t.Failed() {
+		t.Log(md)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/crew-go/crew/bench/internal/report"
+)
+
+// run says how the driver runs one scenario.
+type run struct {
+	sc         *report.Scenario
+	benchtime  string // full mode
+	quickTime  string // -quick mode
+	extraUnits []string
+}
+
+func scenarios(s3Tasks, s3Limit int) []run {
+	return []run{
+		{sc: &report.Scenario{
+			ID: "S1", Bench: "S1Overhead", Title: "overhead of an empty task",
+			Desc: "An empty task, submitted b.N times by 1 and by GOMAXPROCS goroutines into a pool of GOMAXPROCS or of 1000 workers, waited for once at the end. ns/op is the cost of one task. `chanpool-1024` is the floor SPEC §6 names: one channel hand-off between goroutines.",
+			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-go",
+		}, benchtime: "300ms", quickTime: "2000x"},
+		{sc: &report.Scenario{
+			ID: "S2", Bench: "S2CPU", Title: "batches of small CPU tasks",
+			Desc: "Batches of 1 to 4,096 tasks of ~72 ns of CPU each (10 × factorial(20) over uint64) on GOMAXPROCS workers, one submitter that waits for the whole batch; `sequential` does the same work in a loop. ns/task is ns/op ÷ batch.",
+			Unit: "ns/task", Extra: []string{"ns/op", "B/op", "allocs/op"}, Ref: "crew-go", Chart: report.LineChart,
+		}, benchtime: "300ms", quickTime: "50x"},
+		{sc: &report.Scenario{
+			ID: "S3", Bench: "S3SlowTasks", Title: "many slow tasks",
+			Desc: "N tasks that each sleep 10 ms with at most L at once, each contender in a fresh process (the driver re-executes itself). ns/op is the wall time of the whole run; peak-rss-B is VmHWM; total-alloc-B is runtime.MemStats.TotalAlloc over the run; peak-goroutines is sampled every 500 µs. crew: WithWorkers(L), WithQueueSize(1024). `goroutines` has no bound: one goroutine per task.",
+			Unit: "ns/op", Extra: []string{"peak-rss-B", "total-alloc-B", "peak-goroutines"}, Ref: "crew-go",
+		}, extraUnits: []string{"peak-rss-B", "total-alloc-B"}},
+		{sc: &report.Scenario{
+			ID: "S4", Bench: "S4Latency", Title: "latency from submit to start",
+			Desc: "Time from a submit into an idle pool of GOMAXPROCS workers until the task's first instruction, each sample after a 200 µs pause (the workers have parked, or exited where a pool keeps none). ns/op includes the pause and means nothing here.",
+			Unit: "p50-ns", Extra: []string{"p99-ns"}, Ref: "crew-go",
+		}, benchtime: "2000x", quickTime: "100x", extraUnits: []string{"p99-ns"}},
+		{sc: &report.Scenario{
+			ID: "S5", Bench: "S5SemVsPool", Title: "semaphore against pool (seed 003)",
+			Desc: "n inputs, each a simulated API call (bench.APICall: ~1 µs of CPU, 14 × the S2 task), results written to a slice, at most `limit` at once. Each contender is started per op, as in the seed (the channel pool starts its `limit` goroutines per op), except `-shared` ones: one long-lived pool across ops, as crew and pond are meant to be used.",
+			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-go-shared", Chart: report.LineChart,
+		}, benchtime: "150ms", quickTime: "20x"},
+		{sc: &report.Scenario{
+			ID: "S6", Bench: "S6Timeout", Title: "long tasks with a timeout",
+			Desc: "case=ok: 1,024 tasks of ~72 ns that check their context, 1 s timeout that never fires, GOMAXPROCS workers. case=fire: 200 tasks that wait for their context, 1 ms timeout that always fires, 100 workers. `crew-submit` uses `crew.Timeout`; every other contender (crew-go included) runs the same task inside `context.WithTimeout`, built once per runner. Note that crew's `Task.Wait` returns at the timeout, not when the function returns.",
+			Unit: "ns/task", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-submit",
+		}, benchtime: "300ms", quickTime: "20x"},
+		{sc: &report.Scenario{
+			ID: "S7", Bench: "S7Seed001", Title: "seed 001: 100 tasks of 10 ms on 5 workers",
+			Desc: "Time to the first completed task, average run time of a task (start to end), average time from the first submit to each task's end, and total time. The ideal is 10 ms first, 10 ms run, 110 ms done and 200 ms total; `goroutines` ignores the bound of 5.",
+			Unit: "total-ms", Extra: []string{"first-ms", "avg-run-ms", "avg-done-ms"}, Ref: "crew-go",
+		}, benchtime: "1x", quickTime: "1x", extraUnits: []string{"first-ms"}},
+	}
+}
+
+func headlines(runs []run) []report.Headline {
+	sc := map[string]*report.Scenario{}
+	for _, r := range runs {
+		sc[r.sc.ID] = r.sc
+	}
+	is := func(s string) func(string) bool { return func(c string) bool { return strings.Contains(c, s) } }
+	return []report.Headline{
+		{Label: "S1 ns/op", Scenario: sc["S1"], Unit: "ns/op"},
+		{Label: "S2 ns/task", Scenario: sc["S2"], Unit: "ns/task"},
+		{Label: "S3 wall", Scenario: sc["S3"], Unit: "ns/op"},
+		{Label: "S3 peak RSS", Scenario: sc["S3"], Unit: "peak-rss-B"},
+		{Label: "S4 p50", Scenario: sc["S4"], Unit: "p50-ns"},
+		{Label: "S4 p99", Scenario: sc["S4"], Unit: "p99-ns"},
+		{Label: "S5 ns/op", Scenario: sc["S5"], Unit: "ns/op"},
+		{Label: "S5 B/op", Scenario: sc["S5"], Unit: "B/op"},
+		{Label: "S6 ok ns/task", Scenario: sc["S6"], Unit: "ns/task", Filter: is("case=ok")},
+		{Label: "S6 fire ns/task", Scenario: sc["S6"], Unit: "ns/task", Filter: is("case=fire")},
+		{Label: "S7 first", Scenario: sc["S7"], Unit: "first-ms"},
+		{Label: "S7 total", Scenario: sc["S7"], Unit: "total-ms"},
+	}
+}
