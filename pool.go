@@ -182,7 +182,7 @@ func (p *Pool) newTask(ctx context.Context, fn func(context.Context) error, opts
 		return nil, err
 	}
 	t := &Task{fn: fn}
-	t.init(tc.name, tc.timeout, ctx)
+	t.init(p, tc.name, tc.timeout, ctx)
 	return t, nil
 }
 

@@ -21,9 +21,10 @@ type Task struct {
 	timeout time.Duration
 	parent  context.Context // source of Value; never of cancellation
 
-	deadline time.Time // set by the worker before the function starts
-	err      error     // written once, before state turns terminal
-	wg       sync.WaitGroup
+	pool  *Pool
+	began time.Duration // since the pool's epoch, set before the function starts
+	err   error         // written once, before state turns terminal
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex    // guards the two channels
 	done    chan struct{} // completion, made on demand
@@ -42,7 +43,8 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-func (t *Task) init(name string, timeout time.Duration, parent context.Context) {
+func (t *Task) init(p *Pool, name string, timeout time.Duration, parent context.Context) {
+	t.pool = p
 	t.name = name
 	t.timeout = timeout
 	t.parent = parent
@@ -95,9 +97,10 @@ func (t *Task) Err() error {
 	return nil
 }
 
-// start moves a queued task to Running.
-func (t *Task) start() bool {
-	return t.state.CompareAndSwap(uint32(Queued), uint32(Running))
+// start moves a queued task to Running. Only the worker that popped it can,
+// and nothing else changes a queued task's state, so a store will do.
+func (t *Task) start() {
+	t.state.Store(uint32(Running))
 }
 
 // finish completes the task if it is still in state from, and reports
@@ -146,7 +149,9 @@ type taskContext Task
 
 func (c *taskContext) Deadline() (time.Time, bool) {
 	if c.timeout > 0 {
-		return c.deadline, true
+		// The pool's epoch carries both clocks: the deadline is on the
+		// monotonic one, as context.WithTimeout's is.
+		return c.pool.epoch.Add(c.began + c.timeout), true
 	}
 	return time.Time{}, false
 }

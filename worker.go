@@ -239,12 +239,12 @@ func callShort(fn func(), name string) (pe *PanicError) {
 func (w *worker) runTask(it *item) {
 	p := w.p
 	t := it.t
-	if !t.start() {
-		return
-	}
+	t.start()
+	// One monotonic clock read serves the deadline and the observer.
 	var start time.Duration
-	if p.cfg.observer != nil {
+	if t.timeout > 0 || p.cfg.observer != nil {
 		start = time.Since(p.epoch)
+		t.began = start
 	}
 	w.current.Store(t)
 	// A hard stop sets the level, then looks at current; we store current,
@@ -255,7 +255,6 @@ func (w *worker) runTask(it *item) {
 		return
 	}
 	if t.timeout > 0 {
-		t.deadline = time.Now().Add(t.timeout)
 		w.arm(t)
 	}
 	err, pe := callTask(t)
