@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crew-go/crew"
 )
 
 // quick shrinks the scenarios whose size is not set by -benchtime (S5's
@@ -147,8 +149,17 @@ var (
 
 // S5Contenders are the ways seed 003 compared, and crew's. Each is
 // started per op (as in the seed) unless its name ends in -shared: then
-// one runner lives across ops, as a crew pool is meant to.
-var S5Contenders = []string{"crew-go", "crew-go-shared", "chansem", "xsemaphore", "chanpool", "errgroup", "conc", "pond-group-shared"}
+// one pool lives across ops, as crew and pond are meant to be used.
+// crew-group-limit-shared is one pool of S5PoolWorkers workers shared by
+// every limit, each op a group with Limit(limit); crew-map-shared is
+// crew.Map over the inputs on a pool of limit workers.
+var S5Contenders = []string{
+	"crew-go", "crew-go-shared", "crew-group-shared", "crew-group-limit-shared", "crew-map-shared",
+	"chansem", "xsemaphore", "chanpool", "errgroup", "conc", "pond-group-shared",
+}
+
+// S5PoolWorkers is the size of crew-group-limit-shared's pool.
+const S5PoolWorkers = 1000
 
 // BenchmarkS5SemVsPool: n inputs, each a simulated API call (APICall,
 // ~1 µs of CPU), with at most limit at once; results go to a slice.
@@ -157,6 +168,7 @@ func BenchmarkS5SemVsPool(b *testing.B) {
 	if *quick {
 		inputs = S5QuickInputs
 	}
+	ctx := context.Background()
 	for _, limit := range S5Limits {
 		for _, n := range inputs {
 			in := make([]uint64, n)
@@ -169,37 +181,60 @@ func BenchmarkS5SemVsPool(b *testing.B) {
 				i := next.Add(1) - 1
 				out[i] = APICall(in[i])
 			}
+			call := func(_ context.Context, v uint64) (uint64, error) { return APICall(v), nil }
 			for _, name := range S5Contenders {
-				base, shared := strings.CutSuffix(name, "-shared")
-				c, ok := Lookup(base)
-				if !ok {
-					b.Fatalf("no contender %s", base)
-				}
-				cfg := Config{Workers: limit, Task: task}
 				b.Run(fmt.Sprintf("limit=%d/inputs=%d/lib=%s", limit, n, name), func(b *testing.B) {
-					var r Runner
-					if shared {
-						r = c.New(cfg)
-						defer r.Close()
+					cfg := Config{Workers: limit, Task: task}
+					var op func()
+					switch name {
+					case "crew-map-shared":
+						p := newCrewPool(Config{Workers: limit, Queue: DefaultQueue})
+						defer p.Close()
+						op = func() {
+							res, err := crew.Map(ctx, p, in, call)
+							if err != nil || len(res) != n {
+								b.Fatal(err)
+							}
+						}
+					case "crew-group-limit-shared":
+						p := newCrewPool(Config{Workers: S5PoolWorkers, Queue: DefaultQueue})
+						defer p.Close()
+						r := NewCrewGroupOn(p, false, task, crew.Limit(limit))
+						op = func() { runN(r, n) }
+					default:
+						base, shared := strings.CutSuffix(name, "-shared")
+						c, ok := Lookup(base)
+						if !ok {
+							b.Fatalf("no contender %s", base)
+						}
+						if shared {
+							r := c.New(cfg)
+							defer r.Close()
+							op = func() { runN(r, n) }
+						} else {
+							op = func() {
+								r := c.New(cfg)
+								runN(r, n)
+								r.Close()
+							}
+						}
 					}
 					b.ReportAllocs()
 					for b.Loop() {
 						next.Store(0)
-						if !shared {
-							r = c.New(cfg)
-						}
-						for range n {
-							r.Go()
-						}
-						r.Wait()
-						if !shared {
-							r.Close()
-						}
+						op()
 					}
 				})
 			}
 		}
 	}
+}
+
+func runN(r Runner, n int) {
+	for range n {
+		r.Go()
+	}
+	r.Wait()
 }
 
 // BenchmarkS6Timeout: long tasks with a per-task timeout. case=ok: 1024

@@ -98,6 +98,7 @@ func TimeoutWrapper(task func(context.Context) error, d time.Duration) func() {
 var Contenders = []Contender{
 	{Name: "crew-go", API: "crew Pool.Go + sync.WaitGroup", Queue: "1024 (WithQueueSize)", new: newCrewGo},
 	{Name: "crew-submit", API: "crew Pool.Submit + Task.Wait (handles kept in a window of 1024)", Queue: "1024 (WithQueueSize)", NativeTimeout: true, new: newCrewSubmit},
+	{Name: "crew-group", API: "crew NewGroup + Group.Go + Group.Wait (a new group after each Wait)", Queue: "1024 (WithQueueSize)", new: newCrewGroup},
 	{Name: "goroutines", API: "go statement + sync.WaitGroup", Queue: "none, unbounded", new: newGoroutines},
 	{Name: "chansem", API: "buffered-channel semaphore + go statement + sync.WaitGroup", Queue: "none (submit blocks for a slot)", new: newChanSem},
 	{Name: "xsemaphore", API: "x/sync/semaphore Acquire + go statement + sync.WaitGroup", Queue: "none (submit blocks for a slot)", new: newXSemaphore},
@@ -247,6 +248,59 @@ func (r *crewSubmit) Go() {
 
 func (r *crewSubmit) Wait()  { r.win.waitAll() }
 func (r *crewSubmit) Close() { _ = r.p.Shutdown(context.Background(), crew.Drain) }
+
+// crew groups: a Group may not be reused after Wait, so a new one follows
+// each Wait.
+
+type crewGroup struct {
+	p        *crew.Pool // owned, closed by Close; nil when shared
+	g        *crew.Group
+	opts     []crew.GroupOption
+	task     func() error
+	newGroup func()
+}
+
+func newCrewGroup(cfg Config) Runner {
+	return NewCrewGroupOn(newCrewPool(cfg), true, cfg.Task)
+}
+
+// NewCrewGroupOn returns a Runner whose tasks are a crew group's on p,
+// with a new group after each Wait. Close shuts p down only if owned.
+func NewCrewGroupOn(p *crew.Pool, owned bool, task func(), opts ...crew.GroupOption) Runner {
+	r := &crewGroup{opts: opts, task: func() error { task(); return nil }}
+	if owned {
+		r.p = p
+	}
+	r.g, _ = crew.NewGroup(context.Background(), p, opts...)
+	pool := p
+	r.newGroup = func() { r.g, _ = crew.NewGroup(context.Background(), pool, r.opts...) }
+	return r
+}
+
+func (r *crewGroup) Go() {
+	if err := r.g.Go(r.task); err != nil {
+		panic(err)
+	}
+}
+
+func (r *crewGroup) Wait() {
+	_ = r.g.Wait()
+	r.newGroup()
+}
+
+func (r *crewGroup) Close() {
+	if r.p != nil {
+		_ = r.p.Shutdown(context.Background(), crew.Drain)
+	}
+}
+
+func newCrewPool(cfg Config) *crew.Pool {
+	p, err := crew.New(crew.WithWorkers(cfg.Workers), crew.WithQueueSize(cfg.Queue))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
 
 // Raw goroutines, no bound.
 

@@ -21,6 +21,15 @@ type Scenario struct {
 	// (geometric mean of the ratios); nil means all.
 	Headline func(config string) bool
 	Chart    ChartKind
+	// Target, if set, is checked in every configuration.
+	Target *Target
+}
+
+// Target is a goal of the form: Lib's median at or below the best of
+// Against, in every configuration.
+type Target struct {
+	Lib     string
+	Against []string
 }
 
 // ChartKind is how a scenario is drawn.
@@ -83,12 +92,45 @@ func Render(w io.Writer, set *Set, meta Meta, scenarios []*Scenario, headlines [
 		for _, c := range charts[sc.ID] {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", sc.ID, c)
 		}
+		if sc.Target != nil {
+			renderTarget(&b, set, sc)
+		}
 		for _, cfg := range set.Configs(sc.Bench) {
 			renderTable(&b, set, sc, cfg)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func renderTarget(b *strings.Builder, set *Set, sc *Scenario) {
+	t := sc.Target
+	fmt.Fprintf(b, "**Target: %s at or below the better of %s.**\n\n", t.Lib, strings.Join(t.Against, " and "))
+	fmt.Fprintf(b, "| configuration | %s | best of %s | ratio | met |\n|---|--:|--:|--:|:-:|\n", t.Lib, strings.Join(t.Against, ", "))
+	met, cells := 0, 0
+	for _, cfg := range set.Configs(sc.Bench) {
+		st, ok := set.Get(Key{sc.Bench, cfg, t.Lib}, sc.Unit)
+		if !ok {
+			continue
+		}
+		best, bestLib := math.Inf(1), ""
+		for _, a := range t.Against {
+			if o, ok := set.Get(Key{sc.Bench, cfg, a}, sc.Unit); ok && o.Median < best {
+				best, bestLib = o.Median, a
+			}
+		}
+		if bestLib == "" {
+			continue
+		}
+		cells++
+		mark := "no"
+		if st.Median <= best {
+			mark = "yes"
+			met++
+		}
+		fmt.Fprintf(b, "| %s | %s | %s (%s) | %s | %s |\n", cfg, Format(st.Median, sc.Unit), Format(best, sc.Unit), bestLib, ratio(st.Median/best), mark)
+	}
+	fmt.Fprintf(b, "\nMet in %d of %d cells.\n\n", met, cells)
 }
 
 func renderTable(b *strings.Builder, set *Set, sc *Scenario, cfg string) {
