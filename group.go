@@ -29,7 +29,6 @@ type Group struct {
 	limit  int64
 
 	pending atomic.Int64 // accepted, not finished
-	running atomic.Int64 // functions executing now
 	waiters atomic.Int32 // Go calls waiting for the limit
 	slot    chan struct{}
 
@@ -147,7 +146,7 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 		err = g.pool.tryPut(&it)
 	}
 	if err != nil {
-		g.finished(Rejected, nil, false, nil)
+		g.finished(Rejected, nil, nil)
 		if g.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
 			err = context.Cause(g.ctx)
 		}
@@ -201,49 +200,43 @@ func (g *Group) release() {
 	}
 }
 
-// run is called by a worker with a task of the group; it runs fn unless the
-// group is cancelled or the pool is stopping hard.
-func (g *Group) run(fn func() error, hard bool, c *counters) (State, error) {
-	g.running.Add(1)
-	if hard || g.ctx.Err() != nil {
-		cause := context.Cause(g.ctx)
-		if hard {
-			cause = ErrCanceled
-		}
-		g.finished(Canceled, cause, true, c)
-		return Canceled, cause
+// run is called by a worker, which has published g as its group, with a
+// task of the group; it runs fn unless the group is cancelled or the pool is
+// stopping hard. The worker then unpublishes g and calls finished.
+func (g *Group) run(fn func() error, hard bool) (State, error) {
+	if hard {
+		return Canceled, ErrCanceled
+	}
+	if g.ctx.Err() != nil {
+		return Canceled, context.Cause(g.ctx)
 	}
 	err, pe := callGroup(fn)
-	state := Succeeded
 	switch {
 	case pe != nil:
-		state, err = Panicked, pe
+		return Panicked, pe
 	case err != nil:
-		state = Failed
+		return Failed, err
 	}
-	g.finished(state, err, true, c)
-	return state, err
+	return Succeeded, nil
 }
 
 // finished accounts for one task of the group reaching state, counted in c
 // before the group's waiters can be released. A nil c counts nothing: the
 // task was never accepted.
-func (g *Group) finished(state State, err error, ran bool, c *counters) {
+func (g *Group) finished(state State, err error, c *counters) {
 	if c != nil {
 		c.count(state)
 	}
 	if err != nil {
 		g.record(err)
 	}
-	r := int64(-1)
-	if ran {
-		r = g.running.Add(-1)
-	}
 	n := g.pending.Add(-1)
 	if g.limit > 0 && g.waiters.Load() > 0 {
 		g.release()
 	}
-	if n == 0 || r == 0 && g.ctx.Err() != nil {
+	// A cancelled group's Wait returns once no function of it runs: tell it
+	// whenever one ends.
+	if n == 0 || g.ctx.Err() != nil {
 		g.signal()
 	}
 }
@@ -312,29 +305,35 @@ func (g *Group) wait(ctx context.Context) error {
 	}
 	cancelled := g.ctx.Done()
 	for {
+		// Take the channel before looking: a change after the look closes it.
 		g.mu.Lock()
-		pending, running := g.pending.Load(), g.running.Load()
-		if pending == 0 || running == 0 && g.ctx.Err() != nil {
-			err := g.result(pending > 0)
-			g.mu.Unlock()
-			g.cancel(err)
-			return err
-		}
 		if g.doneCh == nil {
 			g.doneCh = make(chan struct{})
 		}
 		done := g.doneCh
 		g.mu.Unlock()
+		pending := g.pending.Load()
+		// A worker publishes the group before it looks at the context, so
+		// once the group is cancelled and no worker shows it, none will run
+		// a function of it.
+		if pending == 0 || g.ctx.Err() != nil && !g.pool.runs(g) {
+			g.mu.Lock()
+			err := g.result(pending > 0)
+			g.mu.Unlock()
+			g.cancel(err)
+			return err
+		}
 		select {
 		case <-done:
 		case <-cancelled:
 			cancelled = nil
 		case <-deadline:
 			// Count before cancelling: cancellation lets tasks finish.
-			running, pending := g.running.Load(), g.pending.Load()
+			running := g.pool.running(g)
+			pending := g.pending.Load()
 			cause := context.Cause(ctx)
 			g.cancel(cause)
-			return &UnfinishedError{Running: int(running), Queued: int(max(0, pending-running)), Err: cause}
+			return &UnfinishedError{Running: running, Queued: int(max(0, pending-int64(running))), Err: cause}
 		}
 	}
 }

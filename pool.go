@@ -384,3 +384,20 @@ func (p *Pool) kick() {
 		}
 	}
 }
+
+// running counts the workers running a function of g; runs reports
+// whether there is one. They read every worker: for a cancelled group's
+// Wait, not for the hot path.
+func (p *Pool) running(g *Group) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for w := range p.workers {
+		if w.group.Load() == g {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *Pool) runs(g *Group) bool { return p.running(g) > 0 }

@@ -163,7 +163,7 @@ func (p *Pool) drop(it *item, c *counters) {
 		it.t.finish(Queued, Rejected, ErrNotRun, c)
 		name = it.t.name
 	case it.g != nil:
-		it.g.finished(Rejected, ErrNotRun, false, c)
+		it.g.finished(Rejected, ErrNotRun, c)
 	default:
 		c.count(Rejected)
 	}

@@ -337,8 +337,9 @@ func (w *worker) runGroup(it *item) {
 	// As in runTask: a hard stop sets the level, then cancels the groups of
 	// running functions; we publish the group, then look at the level.
 	w.group.Store(g)
-	state, err := g.run(it.efn, p.level.Load() >= levelHard, &w.counts)
+	state, err := g.run(it.efn, p.level.Load() >= levelHard)
 	w.group.Store(nil)
+	g.finished(state, err, &w.counts)
 	if state == Panicked {
 		p.panicked(err.(*PanicError))
 	}
@@ -373,7 +374,7 @@ func (w *worker) goexit() {
 		t.finish(Running, Failed, ErrGoexit, &w.counts)
 	} else if g := w.group.Load(); g != nil {
 		w.group.Store(nil)
-		g.finished(Failed, ErrGoexit, true, &w.counts)
+		g.finished(Failed, ErrGoexit, &w.counts)
 	} else {
 		w.counts.count(Failed) // a short task
 	}
