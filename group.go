@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -25,6 +26,7 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	cfgErr error
+	watch  bool // the parent context can end: Wait must watch the group's
 	join   bool
 	limit  int64
 
@@ -84,6 +86,9 @@ func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, con
 		g.cfgErr = invalid("nil context")
 	}
 	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	// Otherwise only the group cancels itself, from a finishing task,
+	// which signals Wait anyway; not watching saves the context a channel.
+	g.watch = ctx.Done() != nil
 	if pool == nil {
 		g.cfgErr = invalid("nil pool")
 	}
@@ -299,12 +304,25 @@ func (g *Group) wait(ctx context.Context) error {
 	if g.cfgErr != nil {
 		return g.cfgErr
 	}
-	var deadline <-chan struct{}
+	// A small batch is often done, or about to be on a worker just woken
+	// on this P: a few yields spare the channels below.
+	for range waitSpins {
+		if g.pending.Load() == 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	var deadline, cancelled <-chan struct{}
 	if ctx != nil {
 		deadline = ctx.Done()
 	}
-	cancelled := g.ctx.Done()
+	if g.watch {
+		cancelled = g.ctx.Done()
+	}
 	for {
+		if g.pending.Load() == 0 {
+			return g.done(false)
+		}
 		// Take the channel before looking: a change after the look closes it.
 		g.mu.Lock()
 		if g.doneCh == nil {
@@ -317,11 +335,7 @@ func (g *Group) wait(ctx context.Context) error {
 		// once the group is cancelled and no worker shows it, none will run
 		// a function of it.
 		if pending == 0 || g.ctx.Err() != nil && !g.pool.runs(g) {
-			g.mu.Lock()
-			err := g.result(pending > 0)
-			g.mu.Unlock()
-			g.cancel(err)
-			return err
+			return g.done(pending > 0)
 		}
 		select {
 		case <-done:
@@ -336,6 +350,18 @@ func (g *Group) wait(ctx context.Context) error {
 			return &UnfinishedError{Running: running, Queued: int(max(0, pending-int64(running))), Err: cause}
 		}
 	}
+}
+
+// waitSpins is how many times Wait yields before it blocks.
+const waitSpins = 4
+
+// done ends a wait: it cancels the group with the error Wait returns.
+func (g *Group) done(unrun bool) error {
+	g.mu.Lock()
+	err := g.result(unrun)
+	g.mu.Unlock()
+	g.cancel(err)
+	return err
 }
 
 // result is the error Wait returns; g.mu is held.
