@@ -59,27 +59,30 @@ func invalid(format string, args ...any) error {
 // A scrape that races an observation may show its bucket without its sum,
 // or the reverse, for that one scrape.
 //
-// The cells are one allocation: the sum in nanoseconds (two words), then
-// the bucket counts, not cumulative, the last one for +Inf. The length is
-// rounded up to whole 64-byte cache lines, which also makes the runtime
-// place it on a line boundary: the sum and the first buckets, where short
-// tasks land, then share one cache line, so an observation of a short task
-// moves one line between cores, not three.
+// A task's two histograms, run time and queue wait, share one array of
+// cells, interleaved: the two sums (two words each: nanoseconds, then how
+// many times they wrapped), then the buckets, not cumulative, in pairs, run
+// then wait, the last pair for +Inf. The length is rounded up to whole
+// 64-byte cache lines, and Go's allocator places such an array on a line
+// boundary, so the sums and the first two buckets of both histograms (up to
+// 250 µs with the default bounds) share one cache line: a short task's
+// observation moves one line between the cores of two workers, not six.
 type histogram struct {
 	b     *buckets
-	cells []atomic.Uint64
+	cells []atomic.Uint64 // shared with the task's other histogram
+	sum   int             // the sum's low word; the high word follows
+	first int             // bucket i is cells[first+2*i]
 }
 
-const (
-	sumLow  = 0 // nanoseconds, modulo 2^64
-	sumHigh = 1 // how many times sumLow wrapped
-	bucket0 = 2
-)
-
-func newHistogram(b *buckets) histogram {
-	n := bucket0 + len(b.nanos) + 1
-	return histogram{b: b, cells: make([]atomic.Uint64, (n+7)/8*8)}
+// newHistograms returns the run and wait histograms of one task name.
+func newHistograms(run, wait *buckets) (histogram, histogram) {
+	pairs := max(len(run.nanos), len(wait.nanos)) + 1
+	cells := make([]atomic.Uint64, (4+2*pairs+7)/8*8)
+	return histogram{b: run, cells: cells, sum: 0, first: 4},
+		histogram{b: wait, cells: cells, sum: 2, first: 5}
 }
+
+func (h *histogram) bucket(i int) *atomic.Uint64 { return &h.cells[h.first+2*i] }
 
 func (h *histogram) observe(d time.Duration) {
 	if d < 0 {
@@ -90,28 +93,28 @@ func (h *histogram) observe(d time.Duration) {
 	i := 0
 	for ; i < len(h.b.nanos) && d > h.b.nanos[i]; i++ {
 	}
-	h.cells[bucket0+i].Add(1)
+	h.bucket(i).Add(1)
 	// An integer sum is one add where a float64 needs a compare-and-swap
 	// loop, which two workers observing at once make retry. 2^64 ns is 584
 	// years of task time, which a thousand busy workers accumulate in about
 	// 200 days: the carry goes to a second word. A scrape between the wrap
 	// and the carry may show a sum 584 years short, once.
-	if v := uint64(d); h.cells[sumLow].Add(v) < v {
-		h.cells[sumHigh].Add(1)
+	if v := uint64(d); h.cells[h.sum].Add(v) < v {
+		h.cells[h.sum+1].Add(1)
 	}
 }
 
 func (h *histogram) count() uint64 {
 	var n uint64
 	for i := range len(h.b.nanos) + 1 {
-		n += h.cells[bucket0+i].Load()
+		n += h.bucket(i).Load()
 	}
 	return n
 }
 
 func (h *histogram) sumSeconds() float64 {
-	high := h.cells[sumHigh].Load()
-	low := h.cells[sumLow].Load()
+	high := h.cells[h.sum+1].Load()
+	low := h.cells[h.sum].Load()
 	return (float64(high)*0x1p64 + float64(low)) / 1e9
 }
 
@@ -120,9 +123,9 @@ func (h *histogram) metric(desc *prometheus.Desc, labelValues ...string) prometh
 	cumulative := make(map[float64]uint64, len(h.b.seconds))
 	var n uint64
 	for i, upper := range h.b.seconds {
-		n += h.cells[bucket0+i].Load()
+		n += h.bucket(i).Load()
 		cumulative[upper] = n
 	}
-	n += h.cells[bucket0+len(h.b.seconds)].Load()
+	n += h.bucket(len(h.b.seconds)).Load()
 	return prometheus.MustNewConstHistogram(desc, n, h.sumSeconds(), cumulative, labelValues...)
 }

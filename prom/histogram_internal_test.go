@@ -14,10 +14,10 @@ func TestHistogramSumCarries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHistogram(&b)
-	h.cells[sumLow].Store(math.MaxUint64 - 5)
+	_, h := newHistograms(&b, &b)
+	h.cells[h.sum].Store(math.MaxUint64 - 5)
 	h.observe(10 * time.Nanosecond)
-	if low, high := h.cells[sumLow].Load(), h.cells[sumHigh].Load(); low != 4 || high != 1 {
+	if low, high := h.cells[h.sum].Load(), h.cells[h.sum+1].Load(); low != 4 || high != 1 {
 		t.Fatalf("sum words: low %d, high %d; want 4 and 1", low, high)
 	}
 	if got, want := h.sumSeconds(), (0x1p64+4)/1e9; got != want {
@@ -34,7 +34,7 @@ func TestBucketBoundsAreInclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHistogram(&b)
+	h, _ := newHistograms(&b, &b)
 	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, 10 * time.Millisecond, 10*time.Millisecond + 1, -1} {
 		h.observe(d)
 	}
@@ -42,7 +42,7 @@ func TestBucketBoundsAreInclusive(t *testing.T) {
 	// and 10 ms in le=0.01; 10 ms + 1 ns in +Inf.
 	want := []uint64{3, 2, 1}
 	for i, w := range want {
-		if got := h.cells[bucket0+i].Load(); got != w {
+		if got := h.bucket(i).Load(); got != w {
 			t.Errorf("bucket %d: %d, want %d", i, got, w)
 		}
 	}

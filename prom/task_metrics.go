@@ -50,7 +50,9 @@ type taskHistograms struct {
 }
 
 func (m *TaskMetrics) newTaskHistograms() *taskHistograms {
-	return &taskHistograms{run: newHistogram(&m.run), wait: newHistogram(&m.wait)}
+	h := &taskHistograms{}
+	h.run, h.wait = newHistograms(&m.run, &m.wait)
+	return h
 }
 
 // TaskMetricsOption configures NewTaskMetrics. Options are created by the
