@@ -2,6 +2,7 @@ package crew
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,11 @@ type Pool struct {
 	goroutines atomic.Int64
 
 	mu      sync.Mutex
-	idle    []*worker // parked workers, most recent last
+	idle    []*worker // parked workers, most recent last, so oldest first
+	reaper  *time.Timer
+	reaping bool // the reaper is armed or running
 	waiters []chan struct{}
+	spare   []chan struct{} // waiter channels to reuse
 	workers map[*worker]struct{}
 	retired counters // counts of workers that have exited
 	counts  counters // outcomes decided outside a worker: refusals, drops, cancels
@@ -243,7 +247,19 @@ func (p *Pool) putSlow(ctx context.Context, it *item) error {
 	if ctx != nil {
 		done = ctx.Done()
 	}
-	wake := make(chan struct{}, 1)
+	p.mu.Lock()
+	var wake chan struct{}
+	if n := len(p.spare); n > 0 {
+		wake, p.spare = p.spare[n-1], p.spare[:n-1]
+	} else {
+		wake = make(chan struct{}, 1)
+	}
+	p.mu.Unlock()
+	defer func() { // every path below leaves it empty and unlisted
+		p.mu.Lock()
+		p.spare = append(p.spare, wake)
+		p.mu.Unlock()
+	}()
 	for {
 		p.mu.Lock()
 		p.waiters = append(p.waiters, wake)
@@ -272,23 +288,21 @@ func (p *Pool) putSlow(ctx context.Context, it *item) error {
 }
 
 // leaveWaiters takes wake off the waiter list. If a worker had already taken
-// it off and signalled it, the signal is passed on so that it is not lost.
+// it off, its signal is on the way: it is received and passed on, so that it
+// is neither lost nor left in the channel.
 func (p *Pool) leaveWaiters(wake chan struct{}) {
 	p.mu.Lock()
 	for i, w := range p.waiters {
 		if w == wake {
-			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			p.waiters = slices.Delete(p.waiters, i, i+1)
 			p.waiting.Add(-1)
 			p.mu.Unlock()
 			return
 		}
 	}
 	p.mu.Unlock()
-	select {
-	case <-wake:
-		p.wakeSubmitter()
-	default:
-	}
+	<-wake
+	p.wakeSubmitter()
 }
 
 // wakeSubmitter signals the longest-waiting submitter that there is room.
@@ -299,20 +313,25 @@ func (p *Pool) wakeSubmitter() {
 		return
 	}
 	w := p.waiters[0]
-	p.waiters[0] = nil
-	p.waiters = p.waiters[1:]
+	// Shift in place: the list keeps its capacity, so a submitter that
+	// blocks again and again does not allocate.
+	p.waiters = slices.Delete(p.waiters, 0, 1)
 	p.waiting.Add(-1)
 	p.mu.Unlock()
 	w <- struct{}{}
 }
 
 // signal makes sure a worker will see a task just pushed: a spinning worker
-// will, else a parked one is woken, else a new one is started if the bound
-// allows, else every worker is busy and the first to finish will. The push
+// will (if there are as many spinning as queued), else a parked one is
+// woken, else a new one is started if the bound allows, else every worker is
+// busy and the first to finish will. The push
 // happens before these loads, and a worker publishes its spinning or parked
 // state before it looks at the queue again, so one of the two sees the other.
 func (p *Pool) signal() {
-	if p.paused.Load() || p.spinning.Load() > 0 {
+	if p.paused.Load() {
+		return
+	}
+	if p.spinning.Load() > 0 {
 		return
 	}
 	if p.parked.Load() > 0 && p.wakeWorker() {
@@ -401,3 +420,41 @@ func (p *Pool) running(g *Group) int {
 }
 
 func (p *Pool) runs(g *Group) bool { return p.running(g) > 0 }
+
+// armReaper makes the reaper run after d; p.mu is held. One timer for the
+// pool, not one per worker: parking costs no timer, and an idle pool's
+// reaper disarms itself once the last worker is gone.
+func (p *Pool) armReaper(d time.Duration) {
+	p.reaping = true
+	if p.reaper == nil {
+		p.reaper = time.AfterFunc(d, p.reap)
+	} else {
+		p.reaper.Reset(d)
+	}
+}
+
+// reap retires the workers parked for the idle timeout or longer: the
+// oldest are at the bottom of the idle stack. It then rearms for the next.
+func (p *Pool) reap() {
+	p.mu.Lock()
+	now := time.Since(p.epoch)
+	n := 0
+	for n < len(p.idle) && now-p.idle[n].parkedAt >= p.cfg.idleTimeout {
+		n++
+	}
+	retired := slices.Clone(p.idle[:n])
+	for _, w := range retired {
+		w.retired = true
+	}
+	p.idle = slices.Delete(p.idle, 0, n)
+	p.parked.Add(-int32(n))
+	if len(p.idle) > 0 {
+		p.armReaper(p.idle[0].parkedAt + p.cfg.idleTimeout - now)
+	} else {
+		p.reaping = false
+	}
+	p.mu.Unlock()
+	for _, w := range retired {
+		w.wake <- struct{}{}
+	}
+}

@@ -204,7 +204,15 @@ func (p *Pool) tryTerminate() {
 		return
 	}
 	if p.ctl.CompareAndSwap(0, terminatedBit) || p.ctl.Load() == terminatedBit {
-		p.exitOnce.Do(func() { close(p.exited) })
+		p.exitOnce.Do(func() {
+			p.mu.Lock()
+			if p.reaper != nil {
+				p.reaper.Stop()
+				p.reaping = false
+			}
+			p.mu.Unlock()
+			close(p.exited)
+		})
 	}
 }
 

@@ -19,7 +19,8 @@ const spinRounds = 4
 type worker struct {
 	p         *Pool
 	wake      chan struct{} // one token per wake-up from the idle stack
-	idleTimer *time.Timer
+	parkedAt  time.Duration // since the pool's epoch; guarded by p.mu
+	retired   bool          // set by the reaper before its token; guarded by p.mu
 	timer     *time.Timer   // the running task's timeout, reused
 	fired     chan struct{} // the timeout callback has finished
 	current   atomic.Pointer[Task]
@@ -107,37 +108,29 @@ func (w *worker) spin() bool {
 	return found
 }
 
-// park puts the worker on the idle stack until it is woken or its idle
-// timeout passes. It returns false when the worker must exit.
+// park puts the worker on the idle stack until it is woken, or retired by
+// the reaper once it has been idle for the idle timeout. It returns false
+// when the worker must exit.
 func (w *worker) park() bool {
 	p := w.p
 	p.mu.Lock()
+	w.parkedAt = time.Since(p.epoch)
+	w.retired = false
 	p.idle = append(p.idle, w)
 	p.parked.Add(1)
+	if !p.reaping {
+		p.armReaper(p.cfg.idleTimeout)
+	}
 	p.mu.Unlock()
-	if w.hasWork() {
-		if !w.unpark() {
-			<-w.wake // a waker took us off the stack and sends a token
-		}
+	if w.hasWork() && w.unpark() {
 		return true
 	}
-	if w.idleTimer == nil {
-		w.idleTimer = time.NewTimer(p.cfg.idleTimeout)
-	} else {
-		w.idleTimer.Reset(p.cfg.idleTimeout)
-	}
-	select {
-	case <-w.wake:
-		w.idleTimer.Stop()
+	<-w.wake // whoever took us off the stack sends a token
+	if !w.retired {
 		return true
-	case <-w.idleTimer.C:
-		if !w.unpark() {
-			<-w.wake
-			return true
-		}
-		p.ctl.Add(^uint64(0))
-		return w.reclaim()
 	}
+	p.ctl.Add(^uint64(0))
+	return w.reclaim()
 }
 
 // unpark takes the worker off the idle stack; false means a waker already
@@ -384,9 +377,6 @@ func (w *worker) goexit() {
 
 func (w *worker) exit() {
 	p := w.p
-	if w.idleTimer != nil {
-		w.idleTimer.Stop()
-	}
 	if w.timer != nil {
 		w.timer.Stop()
 	}
