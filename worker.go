@@ -17,15 +17,15 @@ var ErrGoexit = errors.New("crew: task function called runtime.Goexit")
 const spinRounds = 4
 
 type worker struct {
-	p         *Pool
-	wake      chan struct{} // one token per wake-up from the idle stack
-	parkedAt  time.Duration // since the pool's epoch; guarded by p.mu
-	retired   bool          // set by the reaper before its token; guarded by p.mu
-	timer     *time.Timer   // the running task's timeout, reused
-	fired     chan struct{} // the timeout callback has finished
-	current   atomic.Pointer[Task]
-	group     atomic.Pointer[Group] // the group whose function is running
-	counts    counters
+	p        *Pool
+	wake     chan struct{} // one token per wake-up from the idle stack
+	parkedAt time.Duration // since the pool's epoch; guarded by p.mu
+	retired  bool          // set by the reaper before its token; guarded by p.mu
+	timer    *time.Timer   // the running task's timeout, reused
+	fired    chan struct{} // the timeout callback has finished
+	current  atomic.Pointer[Task]
+	group    atomic.Pointer[Group] // the group whose function is running
+	counts   counters
 }
 
 func newWorker(p *Pool) *worker {
