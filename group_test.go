@@ -211,14 +211,12 @@ func TestGroupLimitBoundsParallelism(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPool(t, crew.WithWorkers(8))
 		g, _ := crew.NewGroup(context.Background(), p, crew.Limit(3))
-		var running, peak atomic.Int64
+		var gauge gauge
 		for range 40 {
 			err := g.Go(func() error {
-				n := running.Add(1)
-				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
-				}
+				gauge.enter()
+				defer gauge.leave()
 				time.Sleep(time.Millisecond)
-				running.Add(-1)
 				return nil
 			})
 			if err != nil {
@@ -228,8 +226,8 @@ func TestGroupLimitBoundsParallelism(t *testing.T) {
 		if err := g.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if peak.Load() != 3 {
-			t.Fatalf("peak %d, limit 3", peak.Load())
+		if gauge.peak.Load() != 3 {
+			t.Fatalf("peak %d, limit 3", gauge.peak.Load())
 		}
 		// TryGo reports the limit as a full queue.
 		g2, _ := crew.NewGroup(context.Background(), p, crew.Limit(1))

@@ -2,6 +2,7 @@ package crew_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,3 +84,16 @@ func checkCounts(t testing.TB, p *crew.Pool) crew.Stats {
 	}
 	return s
 }
+
+// gauge counts task functions running at once and keeps the peak.
+type gauge struct {
+	running, peak atomic.Int64
+}
+
+func (g *gauge) enter() {
+	n := g.running.Add(1)
+	for m := g.peak.Load(); n > m && !g.peak.CompareAndSwap(m, n); m = g.peak.Load() {
+	}
+}
+
+func (g *gauge) leave() { g.running.Add(-1) }

@@ -385,27 +385,21 @@ func TestResizeShrinksAfterCurrentTasks(t *testing.T) {
 			t.Fatalf("after shrink: %+v", s)
 		}
 		// The new bound holds for what runs next.
-		var running, peak atomic.Int64
+		var gauge gauge
 		tasks := make([]*crew.Task, 20)
 		for i := range tasks {
 			tasks[i] = submit(t, p, func(context.Context) error {
-				n := running.Add(1)
-				for {
-					m := peak.Load()
-					if n <= m || peak.CompareAndSwap(m, n) {
-						break
-					}
-				}
+				gauge.enter()
+				defer gauge.leave()
 				time.Sleep(time.Millisecond)
-				running.Add(-1)
 				return nil
 			})
 		}
 		for _, task := range tasks {
 			_ = task.Wait()
 		}
-		if peak.Load() != 1 {
-			t.Fatalf("peak concurrency %d after Resize(1)", peak.Load())
+		if gauge.peak.Load() != 1 {
+			t.Fatalf("peak concurrency %d after Resize(1)", gauge.peak.Load())
 		}
 	})
 }

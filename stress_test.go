@@ -19,8 +19,7 @@ import (
 type ledger struct {
 	mu       sync.Mutex
 	observed [crew.Rejected + 1]uint64
-	running  atomic.Int64
-	peak     atomic.Int64
+	gauge
 	bound    atomic.Int64 // the largest bound ever set
 	accepted atomic.Int64
 	tasks    []*crew.Task
@@ -31,14 +30,6 @@ func (l *ledger) observe(o crew.Observation) {
 	l.observed[o.State]++
 	l.mu.Unlock()
 }
-
-func (l *ledger) enter() {
-	n := l.running.Add(1)
-	for m := l.peak.Load(); n > m && !l.peak.CompareAndSwap(m, n); m = l.peak.Load() {
-	}
-}
-
-func (l *ledger) leave() { l.running.Add(-1) }
 
 // body is a random task body: fast, failing, panicking, slow, or slow and
 // ignoring its context.

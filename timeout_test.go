@@ -97,16 +97,14 @@ func TestBoundHoldsWithTimedOutTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const bound = 3
 		p := newPool(t, crew.WithWorkers(bound))
-		var running, peak atomic.Int64
+		var gauge gauge
 		tasks := make([]*crew.Task, 30)
 		for i := range tasks {
 			tasks[i] = submit(t, p, func(ctx context.Context) error {
-				n := running.Add(1)
-				for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
-				}
+				gauge.enter()
+				defer gauge.leave()
 				<-ctx.Done()
 				time.Sleep(time.Second) // ignores the timeout for a while
-				running.Add(-1)
 				return nil
 			}, crew.Timeout(time.Millisecond))
 		}
@@ -118,8 +116,8 @@ func TestBoundHoldsWithTimedOutTasks(t *testing.T) {
 		if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
 			t.Fatal(err)
 		}
-		if peak.Load() != bound {
-			t.Fatalf("peak %d task functions running, bound %d", peak.Load(), bound)
+		if gauge.peak.Load() != bound {
+			t.Fatalf("peak %d task functions running, bound %d", gauge.peak.Load(), bound)
 		}
 	})
 }
