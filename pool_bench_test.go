@@ -157,3 +157,27 @@ func BenchmarkSubmitTimeout(b *testing.B) {
 	}
 	last.Wait()
 }
+
+// BenchmarkGoObserver is the core's cost of observing every task: the same
+// short tasks with no observer and with an empty one (clock readings only).
+func BenchmarkGoObserver(b *testing.B) {
+	for _, observed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("observer=%v", observed), func(b *testing.B) {
+			opts := []crew.Option{}
+			if observed {
+				opts = append(opts, crew.WithObserver(func(crew.Observation) {}))
+			}
+			p, _ := crew.New(opts...)
+			defer p.Close()
+			var wg sync.WaitGroup
+			task := func() { wg.Done() }
+			b.ReportAllocs()
+			b.ResetTimer()
+			wg.Add(b.N)
+			for range b.N {
+				_ = p.Go(task, crew.Named("task"))
+			}
+			wg.Wait()
+		})
+	}
+}

@@ -21,6 +21,8 @@ type worker struct {
 	wake     chan struct{} // one token per wake-up from the idle stack
 	parkedAt time.Duration // since the pool's epoch; guarded by p.mu
 	retired  bool          // set by the reaper before its token; guarded by p.mu
+	mark     time.Duration // the observer's last clock reading, at a task's end
+	fresh    bool          // the worker went straight on since mark
 	timer    *time.Timer   // the running task's timeout, reused
 	fired    chan struct{} // the timeout callback has finished
 	current  atomic.Pointer[Task]
@@ -78,6 +80,7 @@ func (w *worker) next() (item, bool) {
 			return item{}, false
 		}
 		idle = true
+		w.fresh = false
 		if w.spin() {
 			continue
 		}
@@ -204,7 +207,7 @@ func (w *worker) runShort(it *item) {
 	p := w.p
 	var start time.Duration
 	if p.cfg.observer != nil {
-		start = time.Since(p.epoch)
+		start = w.clockStart(it.enq)
 	}
 	pe := callShort(it.fn, it.name)
 	state := Succeeded
@@ -214,9 +217,28 @@ func (w *worker) runShort(it *item) {
 	}
 	w.counts.count(state)
 	if p.cfg.observer != nil {
-		end := time.Since(p.epoch)
+		end := w.clockEnd()
 		p.cfg.observer(Observation{Name: it.name, Wait: start - it.enq, Run: end - start, State: state})
 	}
+}
+
+// clockStart is the start of a task queued at enq, for the observer: the
+// end of the previous task when the worker went straight on to this one
+// (one clock reading per task instead of two), else a fresh reading. It is
+// never before enq.
+func (w *worker) clockStart(enq time.Duration) time.Duration {
+	if w.fresh {
+		return max(w.mark, enq)
+	}
+	return time.Since(w.p.epoch)
+}
+
+// clockEnd reads the clock at a task's end and keeps the reading for the
+// next task's start.
+func (w *worker) clockEnd() time.Duration {
+	w.mark = time.Since(w.p.epoch)
+	w.fresh = true
+	return w.mark
 }
 
 func callShort(fn func(), name string) (pe *PanicError) {
@@ -235,7 +257,11 @@ func (w *worker) runTask(it *item) {
 	t.start()
 	// One monotonic clock read serves the deadline and the observer.
 	var start time.Duration
-	if t.timeout > 0 || p.cfg.observer != nil {
+	switch {
+	case p.cfg.observer != nil:
+		start = w.clockStart(it.enq)
+		t.began = start
+	case t.timeout > 0:
 		start = time.Since(p.epoch)
 		t.began = start
 	}
@@ -274,7 +300,7 @@ func (w *worker) finish(t *Task, to State, err error, it *item, start time.Durat
 	if p.cfg.observer == nil {
 		return
 	}
-	end := time.Since(p.epoch)
+	end := w.clockEnd()
 	o := Observation{Name: t.name, Wait: start - it.enq, State: t.settled()}
 	if ran {
 		o.Run = end - start
@@ -325,7 +351,7 @@ func (w *worker) runGroup(it *item) {
 	g := it.g
 	var start time.Duration
 	if p.cfg.observer != nil {
-		start = time.Since(p.epoch)
+		start = w.clockStart(it.enq)
 	}
 	// As in runTask: a hard stop sets the level, then cancels the groups of
 	// running functions; we publish the group, then look at the level.
@@ -339,7 +365,7 @@ func (w *worker) runGroup(it *item) {
 	if p.cfg.observer != nil {
 		o := Observation{Name: it.name, Wait: start - it.enq, State: state}
 		if state != Canceled {
-			o.Run = time.Since(p.epoch) - start
+			o.Run = w.clockEnd() - start
 		}
 		p.cfg.observer(o)
 	}
