@@ -107,6 +107,14 @@ func (r *ring) pop() (item, bool) {
 	}
 }
 
+// ready reports whether the item at head is written and waiting. It reads
+// only what a pop would, not the producers' tail, so idle workers polling
+// it do not take that cache line from the producers.
+func (r *ring) ready() bool {
+	pos := r.head.Load()
+	return r.slot(pos).seq.Load() == 2*pos+1
+}
+
 // close stops all further pushes.
 func (r *ring) close() {
 	for {

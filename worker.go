@@ -69,7 +69,7 @@ func (w *worker) next() (item, bool) {
 				// Submitters that saw this worker idle relied on it, but it
 				// takes only one task: hand the rest on, as the Go
 				// scheduler's spinning threads do.
-				if idle && p.q.len() > 0 {
+				if idle && p.q.ready() {
 					p.signal()
 				}
 				return it, true
@@ -93,7 +93,7 @@ func (w *worker) next() (item, bool) {
 // hasWork reports whether an idle worker has something to look at.
 func (w *worker) hasWork() bool {
 	p := w.p
-	return (!p.paused.Load() && p.q.len() > 0) || p.level.Load() != levelOpen || p.alive() > p.max.Load()
+	return (!p.paused.Load() && p.q.ready()) || p.level.Load() != levelOpen || p.alive() > p.max.Load()
 }
 
 func (w *worker) spin() bool {
