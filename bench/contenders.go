@@ -97,7 +97,7 @@ func TimeoutWrapper(task func(context.Context) error, d time.Duration) func() {
 // crew has groups.
 var Contenders = []Contender{
 	{Name: "crew-go", API: "crew Pool.Go + sync.WaitGroup", Queue: "1024 (WithQueueSize)", new: newCrewGo},
-	{Name: "crew-submit", API: "crew Pool.Submit + Task.Wait (handles kept in a window of 1024)", Queue: "1024 (WithQueueSize)", NativeTimeout: true, new: newCrewSubmit},
+	{Name: "crew-submit", API: "crew Pool.Submit + Task.Wait (handles kept in a window of max(1024, 2×(workers+queue)))", Queue: "1024 (WithQueueSize)", NativeTimeout: true, new: newCrewSubmit},
 	{Name: "crew-group", API: "crew NewGroup + Group.Go + Group.Wait (a new group after each Wait)", Queue: "1024 (WithQueueSize)", new: newCrewGroup},
 	{Name: "goroutines", API: "go statement + sync.WaitGroup", Queue: "none, unbounded", new: newGoroutines},
 	{Name: "chansem", API: "buffered-channel semaphore + go statement + sync.WaitGroup", Queue: "none (submit blocks for a slot)", new: newChanSem},
@@ -108,7 +108,7 @@ var Contenders = []Contender{
 	{Name: "ants", API: "ants.Pool.Submit + sync.WaitGroup", Queue: "none (Submit blocks for a free worker)", new: newAnts},
 	{Name: "ants-func", API: "ants.PoolWithFunc.Invoke + sync.WaitGroup", Queue: "none (Invoke blocks for a free worker)", new: newAntsFunc},
 	{Name: "pond-go", API: "pond v2 Pool.Go + sync.WaitGroup", Queue: "1024 (WithQueueSize)", new: newPondGo},
-	{Name: "pond-submit", API: "pond v2 Pool.Submit + Task.Wait (handles kept in a window of 1024)", Queue: "1024 (WithQueueSize)", new: newPondSubmit},
+	{Name: "pond-submit", API: "pond v2 Pool.Submit + Task.Wait (handles kept in a window of max(1024, 2×(workers+queue)))", Queue: "1024 (WithQueueSize)", new: newPondSubmit},
 	{Name: "pond-group", API: "pond v2 Pool.NewGroup + TaskGroup.Submit + Wait", Queue: "1024 (WithQueueSize)", new: newPondGroup},
 	{Name: "conc", API: "conc pool.New().WithMaxGoroutines + Go + Wait (a new pool after each Wait)", Queue: "none (Go blocks for a free worker)", new: newConc},
 	{Name: "gammazero", API: "gammazero/workerpool Submit + sync.WaitGroup", Queue: "unbounded (no option)", new: newGammazero},
@@ -165,13 +165,14 @@ func (r *crewGo) Go() {
 
 func (r *crewGo) Close() { _ = r.p.Shutdown(context.Background(), crew.Drain) }
 
-// window keeps the handles of the last 1024 tasks submitted; a handle is
-// waited for when its slot is reused, or by waitAll. put may be called
-// concurrently; waitAll may not be called concurrently with put.
+// window keeps the handles of the last tasks submitted, at least 1024 and
+// twice the workers plus the queue, so that it never limits concurrency:
+// a handle is waited for when its slot is reused, or by waitAll. put may
+// be called concurrently; waitAll may not be called concurrently with put.
 type window[H any] struct {
 	next  atomic.Uint64
 	start uint64 // next at the last waitAll
-	slots [1024]windowSlot[H]
+	slots []windowSlot[H]
 	wait  func(H)
 }
 
@@ -179,6 +180,10 @@ type windowSlot[H any] struct {
 	mu  sync.Mutex
 	h   H
 	set bool
+}
+
+func newWindow[H any](cfg Config, wait func(H)) window[H] {
+	return window[H]{slots: make([]windowSlot[H], max(1024, 2*(cfg.Workers+cfg.Queue))), wait: wait}
 }
 
 func (w *window[H]) put(h H) {
@@ -234,7 +239,7 @@ func newCrewSubmit(cfg Config) Runner {
 		task := cfg.Task
 		r.fn = func(context.Context) error { task(); return nil }
 	}
-	r.win.wait = func(t *crew.Task) { _ = t.Wait() }
+	r.win = newWindow(cfg, func(t *crew.Task) { _ = t.Wait() })
 	return r
 }
 
@@ -515,7 +520,7 @@ type pondSubmit struct {
 
 func newPondSubmit(cfg Config) Runner {
 	r := &pondSubmit{p: newPond(cfg), task: cfg.Task}
-	r.win.wait = func(t pond.Task) { _ = t.Wait() }
+	r.win = newWindow(cfg, func(t pond.Task) { _ = t.Wait() })
 	return r
 }
 

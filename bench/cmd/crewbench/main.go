@@ -168,6 +168,10 @@ func (d *driver) runAll(runs []run, selected func(string) bool) error {
 		}
 		defer f.Close()
 		files[r.sc.ID] = f
+		// Stamps, as benchmark-format configuration lines: each raw file
+		// says when and against which crew it was measured, and how busy
+		// the machine was when it started.
+		fmt.Fprintf(f, "measured: %s\ncrew: %s\nloadavg-at-start: %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), crewVersion(d.modDir), loadAvg())
 		if r.sc.ID == "S3" {
 			fmt.Fprintf(f, "goos: %s\ngoarch: %s\npkg: github.com/crew-go/crew/bench\ncpu: %s\n", runtime.GOOS, runtime.GOARCH, cpuModel())
 		}
@@ -266,6 +270,7 @@ func (d *driver) render(runs []run) error {
 		}
 	}
 	set := report.NewSet()
+	benchCPU := ""
 	var scs []*report.Scenario
 	charts := map[string][]string{}
 	for _, r := range runs {
@@ -274,8 +279,13 @@ func (d *driver) render(runs []run) error {
 		if err != nil {
 			continue
 		}
+		set.Header = map[string]string{}
 		err = set.Parse(f)
 		f.Close()
+		r.sc.Stamp = stamp(set.Header)
+		if c := set.Header["cpu"]; c != "" {
+			benchCPU = c
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", raw, err)
 		}
@@ -305,13 +315,23 @@ func (d *driver) render(runs []run) error {
 	if d.quick {
 		mode = "quick"
 	}
-	meta := d.meta(mode, set)
+	meta := d.meta(mode, benchCPU)
 	f, err := os.Create(filepath.Join(d.out, "RESULTS.md"))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	return report.Render(f, set, meta, scs, headlines(runs), charts)
+}
+
+func stamp(h map[string]string) string {
+	var parts []string
+	for _, k := range []string{"measured", "crew", "loadavg-at-start"} {
+		if v := h[k]; v != "" {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // benchstat writes `go tool benchstat -col /lib` of raw to path.
@@ -327,7 +347,7 @@ func (d *driver) benchstat(raw, path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func (d *driver) meta(mode string, set *report.Set) report.Meta {
+func (d *driver) meta(mode, benchCPU string) report.Meta {
 	cmd := "cd bench && go run ./cmd/crewbench"
 	if mode == "quick" {
 		cmd += " -quick"
@@ -344,7 +364,7 @@ func (d *driver) meta(mode string, set *report.Set) report.Meta {
 			fmt.Sprintf("OS/arch: %s/%s; Go: %s", runtime.GOOS, runtime.GOARCH, runtime.Version()),
 		},
 	}
-	if v := set.Header["cpu"]; v != "" && v != cpuModel() {
+	if v := benchCPU; v != "" && v != cpuModel() {
 		m.Machine = append(m.Machine, "benchmark header cpu: "+v)
 	}
 	m.Libraries = libraries(d.modDir)
@@ -374,6 +394,18 @@ func cpuModel() string {
 	return "unknown (" + runtime.GOARCH + ")"
 }
 
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 func cgroupQuota() string {
 	b, err := os.ReadFile("/sys/fs/cgroup/cpu.max")
 	if err != nil {
@@ -393,20 +425,24 @@ func libraries(modDir string) []string {
 				"github.com/gammazero/workerpool", "golang.org/x/sync":
 				out = append(out, dep.Path+" "+dep.Version)
 			case "github.com/crew-go/crew":
-				out = append(out, "github.com/crew-go/crew "+crewVersion(modDir, dep))
+				v := dep.Version
+				if dep.Replace != nil {
+					v = crewVersion(modDir)
+				}
+				out = append(out, "github.com/crew-go/crew "+v+" at report time (each scenario names the crew it measured)")
 			}
 		}
 	}
 	return out
 }
 
-func crewVersion(modDir string, dep *debug.Module) string {
-	if dep.Replace == nil {
-		return dep.Version
-	}
+// crewVersion names the local crew the bench module builds against
+// (replace => ../): its commit, and whether the core had uncommitted
+// changes.
+func crewVersion(modDir string) string {
 	rev, err := exec.Command("git", "-C", modDir, "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
-		return "(local " + dep.Replace.Path + ")"
+		return "(local ../)"
 	}
 	v := "(local, commit " + strings.TrimSpace(string(rev))
 	if st, err := exec.Command("git", "-C", filepath.Dir(modDir), "status", "--porcelain", "--", ":(glob)*.go").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {

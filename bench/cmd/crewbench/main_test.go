@@ -19,7 +19,10 @@ func TestMain(m *testing.M) {
 }
 
 // sample is the shape of the quick driver's raw output for a few scenarios.
-const sampleS1 = `goos: linux
+const sampleS1 = `measured: 2026-01-02 03:04 UTC
+crew: (local, commit abc1234)
+loadavg-at-start: 0.10 0.20 0.30
+goos: linux
 goarch: amd64
 pkg: github.com/crew-go/crew/bench
 cpu: Test CPU
@@ -82,6 +85,7 @@ func TestRenderFromRaw(t *testing.T) {
 		"| limit=10/inputs=1 | 1 µs | 800 ns (chansem) | 1.25× | no |",
 		"Met in 1 of 2 cells.",
 		"Test CPU",
+		"_measured: 2026-01-02 03:04 UTC; crew: (local, commit abc1234); loadavg-at-start: 0.10 0.20 0.30_",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q", want)

@@ -39,7 +39,7 @@ func scenarios(s3Tasks, s3Limit int) []run {
 		{sc: &report.Scenario{
 			ID: "S5", Bench: "S5SemVsPool", Title: "semaphore against pool (seed 003)",
 			Desc: "n inputs, each a simulated API call (bench.APICall: ~1 µs of CPU, 14 × the S2 task), results written to a slice, at most `limit` at once. Each contender is started per op, as in the seed (the channel pool starts its `limit` goroutines per op), except `-shared` ones: one long-lived pool across ops, as crew and pond are meant to be used. `crew-group-shared`: a pool of `limit` workers, a group per op; `crew-group-limit-shared`: one pool of 1,000 workers for every limit, a group with `crew.Limit(limit)` per op; `crew-map-shared`: `crew.Map` over the inputs on a pool of `limit` workers. The target (SPEC §1): crew's group at or below the better of the semaphore and the pool in every cell.",
-			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-group-shared", Chart: report.LineChart, Target: &report.Target{Lib: "crew-group-shared", Against: []string{"chansem", "chanpool"}},
+			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-group-shared", Chart: report.LineChart, PerX: true, Target: &report.Target{Lib: "crew-group-shared", Against: []string{"chansem", "chanpool"}},
 		}, benchtime: "150ms", quickTime: "20x"},
 		{sc: &report.Scenario{
 			ID: "S6", Bench: "S6Timeout", Title: "long tasks with a timeout",

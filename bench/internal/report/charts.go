@@ -84,11 +84,13 @@ func dotChart(set *Set, sc *Scenario, unit, path string) error {
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Label.Text += " (log scale)"
 	}
-	p.Y.Min = 0
+	// Headroom above the data for the legend.
+	p.Y.Min, p.Y.Max = 0, hi*1.4
 	if lo > 0 && hi/lo > 20 {
-		p.Y.Min = lo / 1.5
+		p.Y.Min, p.Y.Max = lo/1.5, hi*8
 	}
-	p.Y.Max = hi * 1.1
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	p.X.Min, p.X.Max = -0.6, float64(len(libs))-0.4
 	var ticks []plot.Tick
 	for i, l := range libs {
@@ -130,7 +132,11 @@ func lineCharts(set *Set, sc *Scenario, dir string) ([]string, error) {
 		}
 		for _, lib := range set.Libs(sc.Bench) {
 			if st, ok := set.Get(Key{sc.Bench, cfg, lib}, sc.Unit); ok && st.Median > 0 {
-				lines[group][lib] = append(lines[group][lib], point{x, st.Median})
+				y := st.Median
+				if sc.PerX {
+					y /= x
+				}
+				lines[group][lib] = append(lines[group][lib], point{x, y})
 			}
 		}
 	}
@@ -143,13 +149,21 @@ func lineCharts(set *Set, sc *Scenario, dir string) ([]string, error) {
 		}
 		p.X.Label.Text = xName + " (log scale)"
 		p.Y.Label.Text = sc.Unit + " (log scale)"
+		if sc.PerX {
+			p.Title.Text = fmt.Sprintf("%s %s (%s ÷ %s)", sc.ID, sc.Title, sc.Unit, xName)
+			p.Y.Label.Text = fmt.Sprintf("%s ÷ %s (log scale)", sc.Unit, xName)
+		}
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 		var args []any
+		xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 		for _, lib := range set.Libs(sc.Bench) {
 			pts := lines[g][lib]
 			if len(pts) == 0 {
 				continue
+			}
+			for _, pt := range pts {
+				xlo, xhi, ylo, yhi = min(xlo, pt.x), max(xhi, pt.x), min(ylo, pt.y), max(yhi, pt.y)
 			}
 			xys := make(plotter.XYs, len(pts))
 			for i, pt := range pts {
@@ -160,8 +174,12 @@ func lineCharts(set *Set, sc *Scenario, dir string) ([]string, error) {
 		if err := plotutil.AddLinePoints(p, args...); err != nil {
 			return nil, err
 		}
+		// Room for the last tick label on X and for the legend above the data.
+		p.X.Min, p.X.Max = xlo/1.3, xhi*1.6
+		p.Y.Min, p.Y.Max = ylo/1.3, yhi*math.Max(4, math.Pow(yhi/ylo, 0.8))
 		p.Legend.Top = true
 		p.Legend.Left = true
+		p.Legend.TextStyle.Font.Size = vg.Points(9)
 		p.Add(plotter.NewGrid())
 		name := strings.ToLower(sc.ID)
 		if g != "" {

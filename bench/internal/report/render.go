@@ -21,6 +21,10 @@ type Scenario struct {
 	// (geometric mean of the ratios); nil means all.
 	Headline func(config string) bool
 	Chart    ChartKind
+	// Stamp says when and against what the scenario was measured.
+	Stamp string
+	// PerX divides a line chart's values by X (ns/op ÷ inputs).
+	PerX bool
 	// Target, if set, is checked in every configuration.
 	Target *Target
 }
@@ -89,6 +93,9 @@ func Render(w io.Writer, set *Set, meta Meta, scenarios []*Scenario, headlines [
 			continue
 		}
 		fmt.Fprintf(&b, "## %s %s\n\n%s\n\n", sc.ID, sc.Title, sc.Desc)
+		if sc.Stamp != "" {
+			fmt.Fprintf(&b, "_%s_\n\n", sc.Stamp)
+		}
 		for _, c := range charts[sc.ID] {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", sc.ID, c)
 		}
