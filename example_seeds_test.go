@@ -158,9 +158,11 @@ func ExampleUnfinishedError() {
 	pool, _ := crew.New(crew.WithWorkers(1))
 	defer pool.Close()
 	g, gctx := crew.NewGroup(context.Background(), pool)
+	started := make(chan struct{}, 3)
 	for range 3 {
-		_ = g.Go(func() error { <-gctx.Done(); return nil })
+		_ = g.Go(func() error { started <- struct{}{}; <-gctx.Done(); return nil })
 	}
+	<-started // one runs; two wait behind it
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	err := g.WaitContext(ctx) // the seed's total timeout for a batch

@@ -142,9 +142,9 @@ func (p *Pool) dropQueue() {
 			p.tryTerminate()
 		}
 	}()
+	var it item
 	for {
-		it, ok := p.q.pop()
-		if ok {
+		if p.q.pop(&it) {
 			p.drop(&it, &p.counts)
 			continue
 		}

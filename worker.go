@@ -42,9 +42,9 @@ func (w *worker) loop() {
 		}
 		w.exit()
 	}()
+	var it item // reused: pop writes each task over the last
 	for {
-		it, ok := w.next()
-		if !ok {
+		if !w.next(&it) {
 			normal = true
 			return
 		}
@@ -52,17 +52,17 @@ func (w *worker) loop() {
 	}
 }
 
-// next returns the next task to run, or false when the worker must exit, in
-// which case it has already given up its slot in ctl.
-func (w *worker) next() (item, bool) {
+// next takes the next task to run into *it, or returns false when the
+// worker must exit, in which case it has already given up its slot in ctl.
+func (w *worker) next(it *item) bool {
 	p := w.p
 	idle := false
 	for {
 		if p.alive() > p.max.Load() && w.retireSurplus() {
-			return item{}, false
+			return false
 		}
 		if !p.paused.Load() {
-			if it, ok := p.q.pop(); ok {
+			if p.q.pop(it) {
 				if p.waiting.Load() > 0 {
 					p.wakeSubmitter()
 				}
@@ -72,12 +72,12 @@ func (w *worker) next() (item, bool) {
 				if idle && p.q.ready() {
 					p.signal()
 				}
-				return it, true
+				return true
 			}
 		}
 		if p.level.Load() != levelOpen && p.q.len() == 0 {
 			p.ctl.Add(^uint64(0))
-			return item{}, false
+			return false
 		}
 		idle = true
 		w.fresh = false
@@ -85,7 +85,7 @@ func (w *worker) next() (item, bool) {
 			continue
 		}
 		if !w.park() {
-			return item{}, false
+			return false
 		}
 	}
 }
