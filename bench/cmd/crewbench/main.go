@@ -102,6 +102,61 @@ func main() {
 		os.Exit(1)
 	}
 	log("wrote %s", filepath.Join(*out, "RESULTS.md"))
+	// The repository's README carries the headline; refresh it when the
+	// results written are the committed ones.
+	if filepath.Clean(*out) == filepath.Clean(modDir) {
+		readme := filepath.Join(modDir, "..", "README.md")
+		if err := updateReadme(readme, filepath.Join(*out, "RESULTS.md")); err != nil {
+			log("%v", err)
+			os.Exit(1)
+		}
+		log("updated %s", readme)
+	}
+}
+
+// Markers around the part of the repository's README that a full run
+// rewrites.
+const (
+	readmeStart = "<!-- bench:start (written by cd bench && go run ./cmd/crewbench) -->"
+	readmeEnd   = "<!-- bench:end -->"
+)
+
+// updateReadme copies the headline table and the list of losses from
+// RESULTS.md between the markers of the README, one heading level down.
+func updateReadme(readme, results string) error {
+	res, err := os.ReadFile(results)
+	if err != nil {
+		return err
+	}
+	section, err := readmeSection(string(res))
+	if err != nil {
+		return err
+	}
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	text := string(doc)
+	i, j := strings.Index(text, readmeStart), strings.Index(text, readmeEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %q ... %q markers", readme, readmeStart, readmeEnd)
+	}
+	text = text[:i+len(readmeStart)] + "\n" + section + text[j:]
+	return os.WriteFile(readme, []byte(text), 0o644)
+}
+
+// readmeSection is the part of RESULTS.md from its headline to the first
+// scenario, with links made relative to the repository's root.
+func readmeSection(results string) (string, error) {
+	i := strings.Index(results, "## Headline")
+	j := strings.Index(results, "\n## S1")
+	if i < 0 || j < i {
+		return "", fmt.Errorf("RESULTS.md has no headline section")
+	}
+	s := strings.ReplaceAll(results[i:j+1], "\n## ", "\n### ")
+	s = "#" + s
+	s = strings.ReplaceAll(s, "](charts/", "](bench/charts/")
+	return s, nil
 }
 
 func pick(quick bool, q, full int) int {

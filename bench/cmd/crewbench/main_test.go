@@ -104,3 +104,33 @@ func TestRenderFromRaw(t *testing.T) {
 		t.Log(md)
 	}
 }
+
+func TestReadmeSection(t *testing.T) {
+	results := "# crew benchmark results\n\nintro\n\n## Headline: x\n\n| a |\n\n## Where crew loses\n\n- S1 ...\n\n![S1](charts/s1.svg)\n\n## S1 overhead\n\nrest\n"
+	got, err := readmeSection(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "### Headline: x\n\n| a |\n\n### Where crew loses\n\n- S1 ...\n\n![S1](bench/charts/s1.svg)\n\n"
+	if got != want {
+		t.Fatalf("readmeSection =\n%q\nwant\n%q", got, want)
+	}
+	if _, err := readmeSection("no headline"); err == nil {
+		t.Fatal("no error for results without a headline")
+	}
+	dir := t.TempDir()
+	readme, res := dir+"/README.md", dir+"/RESULTS.md"
+	if err := os.WriteFile(readme, []byte("top\n"+readmeStart+"\nold\n"+readmeEnd+"\nbottom\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(res, []byte(results), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateReadme(readme, res); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(readme)
+	if string(b) != "top\n"+readmeStart+"\n"+want+readmeEnd+"\nbottom\n" {
+		t.Fatalf("README after update:\n%s", b)
+	}
+}
