@@ -81,6 +81,7 @@ func (w *worker) next(it *item) bool {
 		}
 		idle = true
 		w.fresh = false
+		*it = item{} // an idle worker must not keep its last task alive
 		if w.spin() {
 			continue
 		}
