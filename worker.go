@@ -278,6 +278,7 @@ func (w *worker) runTask(it *item) {
 		w.arm(t)
 	}
 	err, pe := callTask(t)
+	t.fn = nil // a handle kept by the caller does not keep the closure alive
 	if t.timeout > 0 {
 		w.disarm()
 	}
