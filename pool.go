@@ -322,16 +322,13 @@ func (p *Pool) wakeSubmitter() {
 }
 
 // signal makes sure a worker will see a task just pushed: a spinning worker
-// will (if there are as many spinning as queued), else a parked one is
-// woken, else a new one is started if the bound allows, else every worker is
-// busy and the first to finish will. The push
-// happens before these loads, and a worker publishes its spinning or parked
-// state before it looks at the queue again, so one of the two sees the other.
+// will (and, taking it, hands any further task on: see next), else a parked
+// one is woken, else a new one is started if the bound allows, else every
+// worker is busy and the first to finish will. The push happens before these
+// loads, and a worker publishes its spinning or parked state before it looks
+// at the queue again, so one of the two sees the other.
 func (p *Pool) signal() {
-	if p.paused.Load() {
-		return
-	}
-	if p.spinning.Load() > 0 {
+	if p.paused.Load() || p.spinning.Load() > 0 {
 		return
 	}
 	if p.parked.Load() > 0 && p.wakeWorker() {
