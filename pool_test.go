@@ -278,6 +278,11 @@ func TestPanicBecomesErrorAndWorkerLives(t *testing.T) {
 
 func TestGoexitFailsTaskAndKeepsCapacity(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1))
+	// A timed task first, so that the worker's timeout timer exists but is
+	// stopped when the next task, without a timeout, calls Goexit.
+	if err := submit(t, p, func(context.Context) error { return nil }, crew.Timeout(time.Hour)).Wait(); err != nil {
+		t.Fatal(err)
+	}
 	task := submit(t, p, func(context.Context) error { runtime.Goexit(); return nil })
 	if err := task.Wait(); !errors.Is(err, crew.ErrGoexit) {
 		t.Fatalf("Wait = %v", err)
@@ -290,7 +295,7 @@ func TestGoexitFailsTaskAndKeepsCapacity(t *testing.T) {
 	if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
 		t.Fatal(err)
 	}
-	if s := checkCounts(t, p); s.Failed != 1 || s.Succeeded != 3 {
+	if s := checkCounts(t, p); s.Failed != 1 || s.Succeeded != 4 {
 		t.Fatalf("counts: %+v", s)
 	}
 }

@@ -3,6 +3,7 @@ package crew
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -145,7 +146,7 @@ func (w *worker) unpark() bool {
 	defer p.mu.Unlock()
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		if p.idle[i] == w {
-			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.idle = slices.Delete(p.idle, i, i+1)
 			p.parked.Add(-1)
 			return true
 		}
@@ -388,7 +389,7 @@ func callGroup(fn func() error) (err error, pe *PanicError) {
 func (w *worker) goexit() {
 	p := w.p
 	if t := w.current.Load(); t != nil {
-		if w.timer != nil {
+		if t.timeout > 0 { // the timer is armed only for a task with a timeout
 			w.disarm()
 		}
 		w.current.Store(nil)
