@@ -66,7 +66,7 @@ type Pool struct {
 const terminatedBit = 1 << 62
 
 // item is one queued task: a short function, a Task, or a group's function.
-// Its 56 bytes and the slot's sequence number fill one cache line.
+// The ring keeps fn, efn and g in its slots and the rest aside (see ring).
 type item struct {
 	fn   func()
 	t    *Task
@@ -190,49 +190,51 @@ func (p *Pool) newTask(ctx context.Context, fn func(context.Context) error, opts
 	return t, nil
 }
 
-// tryPut queues it without waiting.
-func (p *Pool) tryPut(it *item) error {
+// offer stamps it for the observer, pushes it once and, if it went in,
+// makes sure a worker will see it.
+func (p *Pool) offer(it *item) pushResult {
 	if p.cfg.observer != nil {
 		it.enq = time.Since(p.epoch)
 	}
-	switch p.q.push(it) {
-	case pushed:
+	r := p.q.push(it)
+	if r == pushed {
 		p.signal()
+	}
+	return r
+}
+
+// tryPut queues it without waiting.
+func (p *Pool) tryPut(it *item) error {
+	err := ErrClosed
+	switch p.offer(it) {
+	case pushed:
 		return nil
 	case full:
-		p.counts.refused.Add(1)
-		return ErrQueueFull
-	default:
-		p.counts.refused.Add(1)
-		return ErrClosed
+		err = ErrQueueFull
 	}
+	p.counts.refused.Add(1)
+	return err
 }
 
 // put queues it, waiting for room; a nil ctx waits until shutdown. A
 // context that has already ended is refused even when there is room.
 func (p *Pool) put(ctx context.Context, it *item) error {
-	if ctx != nil {
-		if p.level.Load() != levelOpen {
-			p.counts.refused.Add(1)
-			return ErrClosed
+	var err error
+	if ctx != nil && p.level.Load() != levelOpen {
+		err = ErrClosed
+	} else if ctx != nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		switch p.offer(it) {
+		case pushed:
+			return nil
+		case closed:
+			err = ErrClosed
+		default:
+			err = p.putSlow(ctx, it)
 		}
-		if err := ctx.Err(); err != nil {
-			p.counts.refused.Add(1)
-			return err
-		}
 	}
-	if p.cfg.observer != nil {
-		it.enq = time.Since(p.epoch)
-	}
-	switch p.q.push(it) {
-	case pushed:
-		p.signal()
-		return nil
-	case closed:
-		p.counts.refused.Add(1)
-		return ErrClosed
-	}
-	err := p.putSlow(ctx, it)
 	if err != nil {
 		p.counts.refused.Add(1)
 	}
@@ -266,10 +268,9 @@ func (p *Pool) putSlow(ctx context.Context, it *item) error {
 		p.waiting.Add(1)
 		p.mu.Unlock()
 
-		switch p.q.push(it) {
+		switch p.offer(it) {
 		case pushed:
 			p.leaveWaiters(wake)
-			p.signal()
 			return nil
 		case closed:
 			p.leaveWaiters(wake)

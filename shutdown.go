@@ -271,15 +271,13 @@ func (p *Pool) finished() {
 func (p *Pool) stuck() error {
 	p.mu.Lock()
 	var names []string
-	n := 0
 	for w := range p.workers {
 		if t := w.current.Load(); t != nil {
 			names = append(names, fmt.Sprintf("%q", t.name))
-			n++
 		}
 	}
 	p.mu.Unlock()
-	n = max(n, int(p.goroutines.Load()))
+	n := int(p.goroutines.Load())
 	err := fmt.Errorf("%w: %d worker(s) busy after the stop grace; long tasks: [%s]", ErrStuck, n, strings.Join(names, ", "))
 	if l := p.cfg.logger; l != nil {
 		l.Warn("crew: tasks ignore cancellation", "pool", p.cfg.name, "error", err)
