@@ -25,7 +25,7 @@ func (p *Pool) Resume() error {
 	}
 	p.paused.Store(false)
 	p.mu.Unlock()
-	p.kick()
+	p.workers.kick()
 	p.logEvent("crew: resumed")
 	return nil
 }
@@ -43,12 +43,12 @@ func (p *Pool) Resize(n int) error {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	old := p.max.Swap(int64(n))
+	old := p.workers.max.Swap(int64(n))
 	p.mu.Unlock()
 	if int64(n) > old {
-		p.kick()
+		p.workers.kick()
 	} else {
-		p.wakeAll()
+		p.workers.wakeAll()
 	}
 	p.logEvent("crew: resized", "from", old, "to", n)
 	return nil

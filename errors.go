@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 )
 
+// Every error value and type of the package is here. Sentinels are matched
+// with errors.Is, types with errors.As.
 var (
 	// ErrClosed is returned by every call made after Shutdown or Close has
 	// begun, and is wrapped by the error of a queued task that shutdown
@@ -17,7 +19,8 @@ var (
 	// from the queue without running it. errors.Is(ErrNotRun, ErrClosed) holds.
 	ErrNotRun = fmt.Errorf("crew: task not run: %w", ErrClosed)
 
-	// ErrQueueFull is returned by TryGo and TrySubmit when the queue has no room.
+	// ErrQueueFull is returned by TryGo and TrySubmit when the queue has no
+	// room, and by a group's TryGo when its Limit has none.
 	ErrQueueFull = errors.New("crew: queue full")
 
 	// ErrNilFunc is returned when a nil task function is submitted.
@@ -37,9 +40,22 @@ var (
 	ErrCanceled = fmt.Errorf("crew: task cancelled: %w", context.Canceled)
 
 	// ErrStuck is wrapped by the error Shutdown and Close return when task
-	// functions were still running after their contexts had been cancelled and
-	// the stop grace (WithStopGrace) had passed. The error names the tasks.
+	// functions were still running, after their contexts had been cancelled,
+	// when the wait had to end: at the deadline of the context given to
+	// Shutdown, or after the stop grace (WithStopGrace) without one. The
+	// error names the tasks.
 	ErrStuck = errors.New("crew: task functions still running after cancellation")
+
+	// ErrGoexit completes a task whose function called runtime.Goexit (as
+	// t.FailNow does in a test). The worker it ran on is replaced.
+	ErrGoexit = errors.New("crew: task function called runtime.Goexit")
+
+	// ErrCalledFromTask is returned by Shutdown and Close when they are
+	// called from a function running on the pool itself: waiting for the
+	// pool's workers would wait for the caller. The stop has begun as asked;
+	// the pool terminates once the calling function returns, and another
+	// Shutdown made from outside the pool waits for that.
+	ErrCalledFromTask = errors.New("crew: Shutdown called from one of the pool's own tasks would wait for itself")
 )
 
 // PanicError is the error of a task whose function panicked. The worker that
@@ -52,10 +68,6 @@ type PanicError struct {
 	Value any
 	// Stack is the stack trace captured where the panic was recovered.
 	Stack []byte
-}
-
-func newPanicError(name string, v any) *PanicError {
-	return &PanicError{Task: name, Value: v, Stack: debug.Stack()}
 }
 
 // Error returns the panic value; the stack is in the Stack field.
@@ -71,4 +83,45 @@ func (e *PanicError) Error() string {
 func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
+}
+
+// catch is the one place where a task's panic is recovered; it must be
+// deferred directly (recover works only there). It turns the panic into a
+// *PanicError named name and stores it in *pe. A panic whose value is
+// already a *PanicError (a typed result passing its own on) is kept as it
+// is, so that a panic is never wrapped twice.
+func catch(name string, pe **PanicError) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if e, ok := v.(*PanicError); ok {
+		*pe = e
+		return
+	}
+	*pe = &PanicError{Task: name, Value: v, Stack: debug.Stack()}
+}
+
+// UnfinishedError is returned by a wait with a deadline that passed before
+// every task had finished.
+type UnfinishedError struct {
+	// Running and Queued count the tasks still running and not yet started.
+	Running, Queued int
+	// Indexes lists, in submission order, the tasks that had not finished,
+	// where the caller tracks them (Results, Map).
+	Indexes []int
+	// Err is the cause of the end of the wait, such as
+	// context.DeadlineExceeded.
+	Err error
+}
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("crew: wait ended (%v) with %d task(s) running and %d queued", e.Err, e.Running, e.Queued)
+}
+
+// Unwrap returns the cause of the end of the wait.
+func (e *UnfinishedError) Unwrap() error { return e.Err }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }

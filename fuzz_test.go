@@ -144,7 +144,7 @@ func runOps(t *testing.T, ops []byte) {
 		case 9, 10: // shutdown with a deadline, in the mode the argument says
 			a := arg(&i)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(a%6)*time.Millisecond)
-			_ = p.Shutdown(ctx, crew.ShutdownMode(a%4))
+			_ = p.Shutdown(ctx, crew.ShutdownMode(a%5))
 			cancel()
 			closed = true
 			if err := p.Go(func() {}); !errors.Is(err, crew.ErrClosed) {

@@ -3,7 +3,6 @@ package crew
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -140,6 +139,12 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 	if g.ctx.Err() != nil {
 		return context.Cause(g.ctx)
 	}
+	// A closed pool refuses at once, before the Limit is looked at
+	// (invariant 5).
+	if g.pool.level.Load() != levelOpen {
+		g.pool.counts.refused.Add(1)
+		return ErrClosed
+	}
 	if err := g.acquire(block); err != nil {
 		return err
 	}
@@ -151,7 +156,7 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 		err = g.pool.tryPut(&it)
 	}
 	if err != nil {
-		g.finished(Rejected, nil, nil)
+		g.complete(Rejected, nil, nil)
 		if g.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
 			err = context.Cause(g.ctx)
 		}
@@ -194,6 +199,10 @@ func (g *Group) acquire(block bool) error {
 		case <-g.ctx.Done():
 			g.waiters.Add(-1)
 			return context.Cause(g.ctx)
+		case <-g.pool.closing:
+			g.waiters.Add(-1)
+			g.pool.counts.refused.Add(1)
+			return ErrClosed
 		}
 	}
 }
@@ -207,15 +216,15 @@ func (g *Group) release() {
 
 // run is called by a worker, which has published g as its group, with a
 // task of the group; it runs fn unless the group is cancelled or the pool is
-// stopping hard. The worker then unpublishes g and calls finished.
-func (g *Group) run(fn func() error, hard bool) (State, error) {
+// stopping hard. The worker then unpublishes g and calls complete.
+func (g *Group) run(fn func() error, name string, hard bool) (State, error) {
 	if hard {
 		return Canceled, ErrCanceled
 	}
 	if g.ctx.Err() != nil {
 		return Canceled, context.Cause(g.ctx)
 	}
-	err, pe := callGroup(fn)
+	err, pe := callGroup(fn, name)
 	switch {
 	case pe != nil:
 		return Panicked, pe
@@ -225,10 +234,10 @@ func (g *Group) run(fn func() error, hard bool) (State, error) {
 	return Succeeded, nil
 }
 
-// finished accounts for one task of the group reaching state, counted in c
+// complete accounts for one task of the group reaching state, counted in c
 // before the group's waiters can be released. A nil c counts nothing: the
 // task was never accepted.
-func (g *Group) finished(state State, err error, c *counters) {
+func (g *Group) complete(state State, err error, c *counters) {
 	if c != nil {
 		c.count(state)
 	}
@@ -242,7 +251,7 @@ func (g *Group) finished(state State, err error, c *counters) {
 	// A cancelled group's Wait returns once no function of it runs: tell it
 	// whenever one ends.
 	if n == 0 || g.ctx.Err() != nil {
-		g.signal()
+		g.wakeWaiters()
 	}
 }
 
@@ -271,8 +280,8 @@ func (g *Group) record(err error) {
 	}
 }
 
-// signal wakes the callers of Wait.
-func (g *Group) signal() {
+// wakeWaiters wakes the callers of Wait.
+func (g *Group) wakeWaiters() {
 	g.mu.Lock()
 	if g.doneCh != nil {
 		close(g.doneCh)
@@ -321,7 +330,7 @@ func (g *Group) wait(ctx context.Context) error {
 	}
 	for {
 		if g.pending.Load() == 0 {
-			return g.done(false)
+			return g.end(false)
 		}
 		// Take the channel before looking: a change after the look closes it.
 		g.mu.Lock()
@@ -334,8 +343,8 @@ func (g *Group) wait(ctx context.Context) error {
 		// A worker publishes the group before it looks at the context, so
 		// once the group is cancelled and no worker shows it, none will run
 		// a function of it.
-		if pending == 0 || g.ctx.Err() != nil && !g.pool.runs(g) {
-			return g.done(pending > 0)
+		if pending == 0 || g.ctx.Err() != nil && !g.pool.workers.runs(g) {
+			return g.end(pending > 0)
 		}
 		select {
 		case <-done:
@@ -343,7 +352,7 @@ func (g *Group) wait(ctx context.Context) error {
 			cancelled = nil
 		case <-deadline:
 			// Count before cancelling: cancellation lets tasks finish.
-			running := g.pool.running(g)
+			running := g.pool.workers.running(g)
 			pending := g.pending.Load()
 			cause := context.Cause(ctx)
 			g.cancel(cause)
@@ -355,8 +364,8 @@ func (g *Group) wait(ctx context.Context) error {
 // waitSpins is how many times Wait yields before it blocks.
 const waitSpins = 4
 
-// done ends a wait: it cancels the group with the error Wait returns.
-func (g *Group) done(unrun bool) error {
+// end ends a wait: it cancels the group with the error Wait returns.
+func (g *Group) end(unrun bool) error {
 	g.mu.Lock()
 	err := g.result(unrun)
 	g.mu.Unlock()
@@ -377,23 +386,3 @@ func (g *Group) result(unrun bool) error {
 	}
 	return err
 }
-
-// UnfinishedError is returned by a wait with a deadline that passed before
-// every task had finished.
-type UnfinishedError struct {
-	// Running and Queued count the tasks still running and not yet started.
-	Running, Queued int
-	// Indexes lists, in submission order, the tasks that had not finished,
-	// where the caller tracks them (Results, Map).
-	Indexes []int
-	// Err is the cause of the end of the wait, such as
-	// context.DeadlineExceeded.
-	Err error
-}
-
-func (e *UnfinishedError) Error() string {
-	return fmt.Sprintf("crew: wait ended (%v) with %d task(s) running and %d queued", e.Err, e.Running, e.Queued)
-}
-
-// Unwrap returns the cause of the end of the wait.
-func (e *UnfinishedError) Unwrap() error { return e.Err }

@@ -2,7 +2,6 @@ package crew
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -14,8 +13,13 @@ const (
 	DefaultQueueSize = 1024
 	// DefaultIdleTimeout is how long a worker waits for a task before it exits.
 	DefaultIdleTimeout = 10 * time.Second
-	// DefaultStopGrace is how long a hard stop waits for cancelled task
-	// functions to return before Shutdown or Close reports them as stuck.
+	// MaxQueueSize is the largest queue WithQueueSize accepts: 16M places,
+	// 1 GiB allocated up front. A larger queue is a memory problem, not a
+	// buffer; above it New fails rather than the process.
+	MaxQueueSize = 1 << 24
+	// DefaultStopGrace is how long a hard stop without a deadline waits for
+	// cancelled task functions to return before Shutdown or Close reports
+	// them as stuck.
 	DefaultStopGrace = time.Second
 )
 
@@ -54,10 +58,6 @@ func defaultConfig() config {
 	}
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-}
-
 // WithWorkers sets the largest number of workers, that is of task functions
 // running at once. It must be at least 1. The default is
 // runtime.GOMAXPROCS(0), which honours the container's CPU quota.
@@ -73,11 +73,12 @@ func WithWorkers(n int) Option {
 
 // WithQueueSize sets how many submitted tasks may wait for a worker; a
 // submit that finds the queue full blocks (Go, Submit) or fails (TryGo,
-// TrySubmit). It must be at least 1. The default is DefaultQueueSize.
+// TrySubmit). It must be from 1 to MaxQueueSize. The default is
+// DefaultQueueSize. The queue is allocated by New, 64 bytes a place.
 func WithQueueSize(n int) Option {
 	return optionFunc(func(c *config) error {
-		if n < 1 {
-			return invalid("queue size %d, want >= 1", n)
+		if n < 1 || n > MaxQueueSize {
+			return invalid("queue size %d, want 1 to %d", n, MaxQueueSize)
 		}
 		c.queueSize = n
 		return nil
@@ -109,8 +110,10 @@ func WithTaskTimeout(d time.Duration) Option {
 }
 
 // WithStopGrace sets how long a hard stop waits for the functions of
-// cancelled tasks to return before Shutdown or Close gives up on them and
-// returns an error wrapping ErrStuck. It must be positive. The default is
+// cancelled tasks to return when it has no deadline (Close, or Shutdown
+// with a context that has none) before it gives up on them and returns an
+// error wrapping ErrStuck; with a deadline, the *ThenHard modes turn hard
+// this long before it. It must be positive. The default is
 // DefaultStopGrace.
 func WithStopGrace(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
@@ -125,7 +128,8 @@ func WithStopGrace(d time.Duration) Option {
 // WithContext gives the pool a context whose end is a hard stop: new
 // submits fail with ErrClosed, queued tasks complete with ErrNotRun and
 // running tasks see their contexts cancelled. Call Shutdown or Close
-// afterwards to wait for the workers.
+// afterwards to wait for the workers. A context that has already ended
+// when New is called gives a pool that refuses every submit.
 func WithContext(ctx context.Context) Option {
 	return optionFunc(func(c *config) error {
 		if ctx == nil {
@@ -145,7 +149,8 @@ func WithName(name string) Option {
 }
 
 // WithPanicHandler sets a function called, on the worker, with every panic a
-// task raises, after the worker has recovered from it.
+// task raises, after the worker has recovered from it. A panic in the
+// handler itself is recovered (and logged, with WithLogger).
 func WithPanicHandler(f func(*PanicError)) Option {
 	return optionFunc(func(c *config) error {
 		c.onPanic = f
@@ -156,7 +161,9 @@ func WithPanicHandler(f func(*PanicError)) Option {
 // WithObserver sets a function called, on the worker, once for every task
 // that reaches a terminal state after it was accepted, with its name, its
 // time in the queue and its run time. With no observer the pool reads no
-// clock for short tasks. The function must be fast and must not block.
+// clock for short tasks. The function must be fast and must not block. A
+// panic in it is recovered (and logged, with WithLogger); the task is
+// counted all the same.
 func WithObserver(f func(Observation)) Option {
 	return optionFunc(func(c *config) error {
 		c.observer = f
@@ -200,6 +207,17 @@ func Named(name string) TaskOption {
 // (Go, TryGo) cannot be interrupted and reject it.
 func Timeout(d time.Duration) TaskOption {
 	return TaskOption{timeout: d, kind: optTimeout}
+}
+
+// taskName is the name opts give, for the wrappers that keep it themselves.
+func taskName(opts []TaskOption) string {
+	name := ""
+	for _, o := range opts {
+		if o.kind == optName {
+			name = o.name
+		}
+	}
+	return name
 }
 
 type taskConfig struct {

@@ -29,7 +29,8 @@ func (r *Results[T]) Go(fn func(context.Context) (T, error), opts ...TaskOption)
 	}
 	_, s := r.store.next()
 	ctx := r.g.ctx
-	err := r.g.Go(func() error { return s.run(ctx, fn) }, opts...)
+	name := taskName(opts)
+	err := r.g.Go(func() error { return s.run(ctx, name, fn) }, opts...)
 	if err != nil {
 		s.err = err
 	}
@@ -84,16 +85,17 @@ func (s *resultStore[T]) snapshot() ([]*[resultChunk]result[T], int) {
 }
 
 // run calls fn and keeps what it returns. A panic is kept as the task's
-// error and passed on to the worker, which reports it.
-func (r *result[T]) run(ctx context.Context, fn func(context.Context) (T, error)) (err error) {
+// error, named name, and passed on to the worker, which reports it as it is.
+func (r *result[T]) run(ctx context.Context, name string, fn func(context.Context) (T, error)) error {
+	var pe *PanicError
 	defer func() {
-		if v := recover(); v != nil {
-			pe := newPanicError("", v)
+		if pe != nil {
 			r.err = pe
 			r.done.Store(true)
 			panic(pe)
 		}
 	}()
+	defer catch(name, &pe)
 	v, err := fn(ctx)
 	r.v, r.err = v, err
 	r.done.Store(true)

@@ -162,14 +162,17 @@ func (r *ring) close() {
 }
 
 // len is the number of items pushed and not yet popped, including pushes
-// still being written.
+// still being written. Head is read before tail, so a concurrent change
+// can only make it larger, never hide an item (the wake-up rules rely on
+// that); it is capped at the ring's size, which it may pass only because
+// the two were read apart.
 func (r *ring) len() int {
 	h := r.head.Load()
 	t := r.tail.Load() &^ closedBit
 	if t <= h {
 		return 0
 	}
-	return int(t - h)
+	return int(min(t-h, r.size))
 }
 
 // pushes is the number of successful pushes so far.

@@ -1,9 +1,11 @@
 package crew
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"time"
@@ -12,26 +14,38 @@ import (
 // ShutdownMode says what Shutdown does with queued and running tasks. In
 // every mode new submits fail with ErrClosed at once, and so do submitters
 // already waiting for room.
+//
+// Which one fits: a service whose accepted work is a promise (it answered
+// 202) drains until the deadline, DrainThenHard, the default; a service
+// whose clients retry (synchronous handlers) stops taking queued work,
+// SoftThenHard; a pool fed by a durable source may use either, since the
+// source hands unstarted work back.
 type ShutdownMode uint8
 
 const (
-	// SoftThenHard is Soft until the context given to Shutdown ends, then
-	// Hard. It is the zero value and the default: the right stop for a pod
-	// given SIGTERM and a grace period.
-	SoftThenHard ShutdownMode = iota
+	// DrainThenHard runs queued tasks and lets running ones finish until
+	// shortly before the deadline of the context given to Shutdown (by the
+	// stop grace, or half the time left if that is less), then stops hard:
+	// what is still queued completes with ErrNotRun, running tasks are
+	// cancelled, and Shutdown returns by the deadline. Without a deadline it
+	// turns hard when the context ends. It is the zero value and the
+	// default: nothing accepted is dropped while there is time to run it.
+	DrainThenHard ShutdownMode = iota
 	// Drain runs every queued task and lets running ones finish. A paused
 	// pool is resumed.
 	Drain
 	// Soft completes queued tasks with ErrNotRun, without running them, and
 	// lets running ones finish.
 	Soft
+	// SoftThenHard is Soft, then Hard as DrainThenHard turns hard.
+	SoftThenHard
 	// Hard completes queued tasks with ErrNotRun and cancels the contexts of
 	// running tasks at once; their waiters learn ErrCanceled at once, while
 	// each worker stays taken until its function returns.
 	Hard
 )
 
-var modeNames = [...]string{"soft-then-hard", "drain", "soft", "hard"}
+var modeNames = [...]string{"drain-then-hard", "drain", "soft", "soft-then-hard", "hard"}
 
 // String returns the mode's name.
 func (m ShutdownMode) String() string {
@@ -49,54 +63,69 @@ const (
 	levelHard
 )
 
+var levelNames = [...]string{"open", "drain", "soft", "hard"}
+
+// cancelSettle is how long a wait that must end (its context has ended)
+// still gives functions cancelled just before to return, so that a function
+// that returns at once on cancellation is not reported as stuck. It is
+// capped by the stop grace.
+const cancelSettle = 5 * time.Millisecond
+
 // Shutdown stops the pool as mode says and waits for every worker to exit.
-// It returns nil once they have. If ctx ends first it returns ctx.Err():
-// with Drain and Soft the work goes on and a later Shutdown or Close waits
-// again; with SoftThenHard the stop turns hard at that moment and Shutdown
-// then waits up to the stop grace for the cancelled functions to return,
-// adding an error wrapping ErrStuck that names those that did not. Hard
-// waits for the same, bounded by both ctx and the stop grace.
+// It returns nil once they have. It returns by the deadline of ctx
+// (invariant 8):
+//
+//   - Drain and Soft return ctx.Err() when ctx ends; the work goes on, and a
+//     later Shutdown or Close waits again.
+//   - DrainThenHard and SoftThenHard turn hard before the deadline, by the
+//     stop grace or by half the time left if that is less, so that cancelled
+//     functions have time to return; without a deadline they turn hard when
+//     ctx ends and then wait up to the stop grace.
+//   - Hard cancels at once and waits until the deadline, or up to the stop
+//     grace without one.
+//
+// When the wait ends with task functions still running, the error wraps
+// ctx.Err() (if ctx ended) and ErrStuck, and names them. A function
+// cancelled less than a moment (5 ms) before the end is given that moment.
 //
 // Shutdown may be called more than once and concurrently with anything
 // else; a stronger mode given later escalates a weaker one in progress.
-// A pool may not be reused after Shutdown.
+// Called from a task of the pool itself, it begins the stop and returns
+// ErrCalledFromTask rather than wait for its caller. A pool may not be
+// reused after Shutdown.
 func (p *Pool) Shutdown(ctx context.Context, mode ShutdownMode) error {
 	if ctx == nil {
 		return invalid("nil context")
 	}
+	lv, escalate := levelDrain, false
 	switch mode {
+	case DrainThenHard:
+		escalate = true
 	case Drain:
-		p.stop(levelDrain)
-		return p.await(ctx)
-	case Soft:
-		p.stop(levelSoft)
-		return p.await(ctx)
 	case SoftThenHard:
-		p.stop(levelSoft)
-		err := p.await(ctx)
-		if err == nil {
-			return nil
-		}
-		p.stop(levelHard)
-		return errors.Join(err, p.awaitGrace(nil))
+		lv, escalate = levelSoft, true
+	case Soft:
+		lv = levelSoft
 	case Hard:
-		p.stop(levelHard)
-		return p.awaitGrace(ctx)
+		lv = levelHard
 	default:
 		return invalid("shutdown mode %d", mode)
 	}
+	p.stop(lv, mode.String())
+	return p.await(ctx, escalate)
 }
 
 // Close stops the pool hard (see Hard) and waits up to the stop grace for
 // the workers to exit. It returns nil, or an error wrapping ErrStuck that
 // names the task functions still running.
 func (p *Pool) Close() error {
-	p.stop(levelHard)
-	return p.awaitGrace(nil)
+	p.stop(levelHard, "close")
+	return p.await(context.Background(), false)
 }
 
-// stop raises the stopping level to lv and does what it requires.
-func (p *Pool) stop(lv int32) {
+// stop raises the stopping level to lv and does what it requires; why says
+// what asked for it, in the log.
+func (p *Pool) stop(lv int32, why string) {
 	var snap Stats
 	if p.cfg.logger != nil && p.level.Load() == levelOpen {
 		snap = p.Stats()
@@ -112,12 +141,18 @@ func (p *Pool) stop(lv int32) {
 	if prev == levelOpen {
 		p.q.close()
 		close(p.closing)
-		p.stopStart = snap
+		p.stopLog = stopLog{start: snap, mode: why}
 	}
 	p.mu.Unlock()
-	if prev == levelOpen && p.cfg.logger != nil {
-		p.cfg.logger.Info("crew: shutdown started", "pool", p.cfg.name, "mode", levelNames[lv],
-			"queued", p.stopStart.Queued, "busy", p.stopStart.Busy)
+	if l := p.cfg.logger; l != nil {
+		if prev == levelOpen {
+			l.Info("crew: shutdown started", "pool", p.cfg.name, "mode", why, "level", levelNames[lv],
+				"queued", snap.Queued, "busy", snap.Busy)
+		} else {
+			s := p.Stats()
+			l.Info("crew: shutdown escalated", "pool", p.cfg.name, "from", levelNames[prev], "to", levelNames[lv],
+				"reason", why, "queued", s.Queued, "busy", s.Busy)
+		}
 	}
 	if lv >= levelSoft {
 		p.dropQueue()
@@ -125,20 +160,25 @@ func (p *Pool) stop(lv int32) {
 	if lv >= levelHard {
 		p.cancelRunning()
 	}
-	p.kick()
-	p.wakeAll()
+	p.workers.kick()
+	p.workers.wakeAll()
 	p.tryTerminate()
 }
 
-var levelNames = [...]string{"open", "drain", "soft", "hard"}
+// stopLog is what the shutdown's log lines report: the mode asked for
+// first and the counts when it began.
+type stopLog struct {
+	start Stats
+	mode  string
+}
 
 // dropQueue completes every queued task with ErrNotRun. It counts as a
 // worker goroutine meanwhile, so that the pool cannot terminate between a
 // pop and its count.
 func (p *Pool) dropQueue() {
-	p.goroutines.Add(1)
+	p.workers.goroutines.Add(1)
 	defer func() {
-		if p.goroutines.Add(-1) == 0 {
+		if p.workers.goroutines.Add(-1) == 0 {
 			p.tryTerminate()
 		}
 	}()
@@ -160,39 +200,37 @@ func (p *Pool) drop(it *item, c *counters) {
 	name := it.name
 	switch {
 	case it.t != nil:
-		it.t.finish(Queued, Rejected, ErrNotRun, c)
+		it.t.complete(Queued, Rejected, ErrNotRun, c)
 		name = it.t.name
 	case it.g != nil:
-		it.g.finished(Rejected, ErrNotRun, c)
+		it.g.complete(Rejected, ErrNotRun, c)
 	default:
 		c.count(Rejected)
 	}
 	if p.cfg.observer != nil {
-		p.cfg.observer(Observation{Name: name, Wait: time.Since(p.epoch) - it.enq, State: Rejected})
+		p.observe(Observation{Name: name, Wait: time.Since(p.epoch) - it.enq, State: Rejected})
 	}
 }
 
 // cancelRunning cancels the context of every running long task and
-// completes it with ErrCanceled; the workers stay taken until the
-// functions return.
+// completes it with ErrCanceled, and cancels the groups of running group
+// functions; the workers stay taken until the functions return.
 func (p *Pool) cancelRunning() {
-	p.mu.Lock()
 	var running []*Task
 	var groups []*Group
-	for w := range p.workers {
+	p.workers.each(func(w *worker) {
 		if t := w.current.Load(); t != nil {
 			running = append(running, t)
 		}
 		if g := w.group.Load(); g != nil {
 			groups = append(groups, g)
 		}
-	}
-	p.mu.Unlock()
+	})
 	for _, g := range groups {
 		g.cancel(ErrCanceled)
 	}
 	for _, t := range running {
-		t.finish(Running, Canceled, ErrCanceled, &p.counts)
+		t.complete(Running, Canceled, ErrCanceled, &p.counts)
 	}
 }
 
@@ -200,87 +238,195 @@ func (p *Pool) cancelRunning() {
 // empty and no worker goroutine is left, and then releases the waiters of
 // Shutdown and Close.
 func (p *Pool) tryTerminate() {
-	if p.level.Load() == levelOpen || p.q.len() != 0 || p.goroutines.Load() != 0 {
+	if p.level.Load() == levelOpen || p.q.len() != 0 || p.workers.goroutines.Load() != 0 {
 		return
 	}
-	if p.ctl.CompareAndSwap(0, terminatedBit) || p.ctl.Load() == terminatedBit {
+	if p.workers.terminate() {
 		p.exitOnce.Do(func() {
-			p.mu.Lock()
-			if p.reaper != nil {
-				p.reaper.Stop()
-				p.reaping = false
-			}
-			p.mu.Unlock()
+			p.workers.stopReaper()
 			close(p.exited)
 		})
 	}
 }
 
-// await waits for the workers to exit or ctx to end.
-func (p *Pool) await(ctx context.Context) error {
+// terminated reports whether the pool has terminated, and if so makes sure
+// its end is logged.
+func (p *Pool) terminated() bool {
 	select {
 	case <-p.exited:
-		p.finished()
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		p.afterTerminate()
+		return true
+	default:
+		return false
 	}
 }
 
-// awaitGrace waits for the workers to exit, up to the stop grace or the end
-// of ctx, and names the tasks still running if they do not.
-func (p *Pool) awaitGrace(ctx context.Context) error {
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	grace := time.NewTimer(p.cfg.stopGrace)
-	defer grace.Stop()
-	select {
-	case <-p.exited:
-		p.finished()
+// await waits for the pool to terminate, by the rules Shutdown documents;
+// escalate says whether the stop turns hard near the deadline.
+func (p *Pool) await(ctx context.Context, escalate bool) error {
+	if p.terminated() {
 		return nil
-	case <-grace.C:
-		return p.stuck()
-	case <-done:
-		return errors.Join(ctx.Err(), p.stuck())
+	}
+	if p.calledFromTask() {
+		return ErrCalledFromTask
+	}
+	var hardAt time.Time
+	var turn, grace <-chan time.Time
+	deadline, hasDeadline := ctx.Deadline()
+	if p.level.Load() >= levelHard {
+		hardAt = time.Now()
+		if !hasDeadline {
+			t := time.NewTimer(p.cfg.stopGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+	} else if escalate && hasDeadline {
+		left := time.Until(deadline)
+		t := time.NewTimer(left - min(p.cfg.stopGrace, left/2))
+		defer t.Stop()
+		turn = t.C
+	}
+	done := ctx.Done()
+	for {
+		select {
+		case <-p.exited:
+			p.afterTerminate()
+			return nil
+		case <-turn:
+			turn = nil
+			p.stop(levelHard, "deadline near")
+			hardAt = time.Now()
+		case <-grace:
+			return p.stuck(nil)
+		case <-done:
+			if !escalate && hardAt.IsZero() {
+				return p.unfinished(ctx.Err())
+			}
+			if hardAt.IsZero() {
+				p.stop(levelHard, "context ended")
+				hardAt = time.Now()
+				if !hasDeadline { // the stop grace applies
+					done = nil
+					t := time.NewTimer(p.cfg.stopGrace)
+					defer t.Stop()
+					grace = t.C
+					continue
+				}
+			}
+			p.settle(hardAt)
+			return p.stuck(ctx.Err())
+		}
 	}
 }
 
-// finished runs once the pool has terminated: it waits for the pool
+// settle gives the functions cancelled at hardAt the moment of cancelSettle
+// to return, or less when the stop grace is shorter.
+func (p *Pool) settle(hardAt time.Time) {
+	d := min(cancelSettle, p.cfg.stopGrace) - time.Since(hardAt)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+	}
+}
+
+// afterTerminate runs once the pool has terminated: it waits for the pool
 // context's callback, if it started, and logs the end of the shutdown.
-func (p *Pool) finished() {
+func (p *Pool) afterTerminate() {
 	p.ctxOnce.Do(func() {
 		if p.stopCtx != nil && !p.stopCtx() {
 			<-p.ctxStopped
 		}
-		if l := p.cfg.logger; l != nil {
-			s := p.Stats()
-			p.mu.Lock()
-			a := p.stopStart
-			p.mu.Unlock()
-			l.Info("crew: shutdown finished", "pool", p.cfg.name,
-				"succeeded", s.Succeeded-a.Succeeded, "failed", s.Failed-a.Failed+s.Panicked-a.Panicked,
-				"timed_out", s.TimedOut-a.TimedOut, "canceled", s.Canceled-a.Canceled,
-				"not_run", s.Rejected-a.Rejected)
-		}
+		p.logEnd("crew: shutdown finished", nil)
 	})
 }
 
-// stuck describes the task functions still running.
-func (p *Pool) stuck() error {
-	p.mu.Lock()
+// unfinished is the error of a Drain or Soft wait whose context ended
+// before the pool terminated; the work goes on.
+func (p *Pool) unfinished(err error) error {
+	p.logEnd("crew: shutdown wait ended, work goes on", err)
+	return err
+}
+
+// stuck describes the task functions still running when a wait must end,
+// joined with ctxErr. Nil if the pool terminated after all.
+func (p *Pool) stuck(ctxErr error) error {
+	if p.terminated() {
+		return nil
+	}
 	var names []string
-	for w := range p.workers {
+	p.workers.each(func(w *worker) {
 		if t := w.current.Load(); t != nil {
 			names = append(names, fmt.Sprintf("%q", t.name))
 		}
-	}
-	p.mu.Unlock()
-	n := int(p.goroutines.Load())
-	err := fmt.Errorf("%w: %d worker(s) busy after the stop grace; long tasks: [%s]", ErrStuck, n, strings.Join(names, ", "))
-	if l := p.cfg.logger; l != nil {
-		l.Warn("crew: tasks ignore cancellation", "pool", p.cfg.name, "error", err)
-	}
+	})
+	busy := p.Stats().Busy
+	err := errors.Join(ctxErr, fmt.Errorf("%w: %d worker(s) busy after cancellation; long tasks: [%s]", ErrStuck, busy, strings.Join(names, ", ")))
+	p.logEnd("crew: shutdown ended with tasks ignoring cancellation", err)
 	return err
+}
+
+// logEnd logs the end of a shutdown, or of one wait for it, with the counts
+// since it began.
+func (p *Pool) logEnd(msg string, err error) {
+	l := p.cfg.logger
+	if l == nil {
+		return
+	}
+	s := p.Stats()
+	p.mu.Lock()
+	a := p.stopLog
+	p.mu.Unlock()
+	args := []any{"pool", p.cfg.name, "mode", a.mode,
+		"succeeded", s.Succeeded - a.start.Succeeded, "failed", s.Failed - a.start.Failed + s.Panicked - a.start.Panicked,
+		"timed_out", s.TimedOut - a.start.TimedOut, "canceled", s.Canceled - a.start.Canceled,
+		"not_run", s.Rejected - a.start.Rejected, "busy", s.Busy, "queued", s.Queued}
+	if err != nil {
+		l.Warn(msg, append(args, "error", err)...)
+		return
+	}
+	l.Info(msg, args...)
+}
+
+// loopName is the name the runtime gives worker.loop in a stack trace.
+var loopName = runtime.FuncForPC(reflect.ValueOf((*worker).loop).Pointer()).Name()
+
+// calledFromTask reports whether the caller runs on one of the pool's own
+// workers, in which case waiting for the workers would wait for itself.
+// There is no goroutine identity in Go, so it reads its own stack: the
+// worker's loop is at the bottom, with the worker's address as its
+// receiver, and compares that with the pool's workers. It costs a stack
+// trace, once per Shutdown that must wait.
+func (p *Pool) calledFromTask() bool {
+	buf := make([]byte, 16<<10)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	prefix := []byte(loopName + "(0x")
+	i := bytes.LastIndex(buf, prefix)
+	if i < 0 {
+		return false
+	}
+	rest := buf[i+len(prefix)-2:]
+	end := bytes.IndexAny(rest, ",)?")
+	if end < 0 {
+		return false
+	}
+	addr := string(rest[:end])
+	found := false
+	p.workers.each(func(w *worker) {
+		if fmt.Sprintf("%p", w) == addr {
+			found = true
+		}
+	})
+	return found
 }

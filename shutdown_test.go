@@ -15,8 +15,8 @@ import (
 
 // TestShutdownModes sets up, for each mode, one worker running a task that
 // honours its context, one running a task that ignores it until released,
-// and queued long and short tasks, then checks SPEC §1's table and
-// invariants 1, 3, 5 and 6.
+// and queued long and short tasks, then checks the shutdown table and
+// invariants 1, 3, 5, 6 and 8.
 func TestShutdownModes(t *testing.T) {
 	for _, tc := range []struct {
 		mode     crew.ShutdownMode
@@ -29,7 +29,10 @@ func TestShutdownModes(t *testing.T) {
 	}{
 		{mode: crew.Drain, wantErr: nil, honouring: crew.Succeeded, queued: crew.Succeeded, queuedRan: true},
 		{mode: crew.Soft, wantErr: nil, honouring: crew.Succeeded, queued: crew.Rejected},
-		{mode: crew.SoftThenHard, deadline: time.Minute, wantErr: context.DeadlineExceeded, honouring: crew.Canceled, queued: crew.Rejected},
+		// Both workers stay busy, so draining runs nothing before the stop
+		// turns hard, half-way to the deadline (the stop grace is longer).
+		{mode: crew.DrainThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Rejected},
+		{mode: crew.SoftThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Rejected},
 		{mode: crew.Hard, wantErr: nil, honouring: crew.Canceled, queued: crew.Rejected},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
@@ -75,13 +78,10 @@ func TestShutdownModes(t *testing.T) {
 				}
 
 				// Running tasks finish (drain, soft) or are cancelled at once
-				// (hard) or at the deadline (soft-then-hard); in every mode
-				// the ignoring task holds its worker until released.
-				if tc.mode == crew.Drain || tc.mode == crew.Soft {
-					g.open()
-				} else {
-					time.Sleep(tc.deadline)
-					synctest.Wait()
+				// (hard) or before the deadline (then-hard); in every mode the
+				// ignoring task holds its worker until released.
+				hard := func() {
+					t.Helper()
 					if honouring.State() != crew.Canceled || ignoring.State() != crew.Canceled {
 						t.Fatalf("after hard stop: %v, %v", honouring.State(), ignoring.State())
 					}
@@ -96,14 +96,41 @@ func TestShutdownModes(t *testing.T) {
 						t.Fatalf("Shutdown returned %v while a function still ran", err)
 					default:
 					}
-					g.open()
 				}
-				err := <-result
+				var err error
+				switch tc.mode {
+				case crew.Drain, crew.Soft:
+					g.open()
+					err = <-result
+				case crew.Hard:
+					hard()
+					g.open()
+					err = <-result
+				default:
+					time.Sleep(tc.deadline/2 - time.Millisecond)
+					synctest.Wait()
+					if honouring.State() != crew.Running {
+						t.Fatalf("turned hard before half-way: %v", honouring.State())
+					}
+					time.Sleep(time.Millisecond)
+					synctest.Wait()
+					hard()
+					// Invariant 8: Shutdown returns by its deadline, naming
+					// the function that ignores cancellation.
+					err = <-result
+					if time.Since(start) != tc.deadline {
+						t.Errorf("Shutdown took %v, want the deadline %v", time.Since(start), tc.deadline)
+					}
+					if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"ignoring"`) {
+						t.Errorf("Shutdown at the deadline = %v", err)
+					}
+					g.open()
+					if err := p.Shutdown(context.Background(), tc.mode); err != nil {
+						t.Errorf("Shutdown once the function returned = %v", err)
+					}
+				}
 				if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 					t.Fatalf("Shutdown = %v, want %v", err, tc.wantErr)
-				}
-				if tc.deadline > 0 && time.Since(start) != tc.deadline {
-					t.Errorf("Shutdown took %v, want the deadline %v", time.Since(start), tc.deadline)
 				}
 
 				// Invariant 1: every accepted task is terminal, its waiter released.

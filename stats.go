@@ -1,5 +1,7 @@
 package crew
 
+import "sync/atomic"
+
 // Stats is a snapshot of a pool's state and counts. The counts only grow;
 // for any snapshot
 //
@@ -11,8 +13,8 @@ type Stats struct {
 	Workers, Busy int
 	// MaxWorkers is the bound set by WithWorkers or Resize.
 	MaxWorkers int
-	// Queued is the number of tasks waiting for a worker; QueueCapacity the
-	// most that may wait.
+	// Queued is the number of tasks waiting for a worker, never more than
+	// QueueCapacity, the most that may wait.
 	Queued, QueueCapacity int
 	// Waiting is the number of submitters blocked for room in the queue.
 	Waiting int
@@ -36,31 +38,73 @@ func (s Stats) InFlight() uint64 {
 	return s.Submitted - s.Succeeded - s.Failed - s.Panicked - s.TimedOut - s.Canceled - s.Rejected
 }
 
-// Stats returns a snapshot of the pool. It takes the pool's lock once and
-// reads a few counters per live worker: cheap enough for every scrape.
+// Stats returns a snapshot of the pool. It takes the worker set's lock once
+// and reads a few counters per live worker: cheap enough for every scrape.
 func (p *Pool) Stats() Stats {
 	var s Stats
 	// Outcomes are read before submissions: every outcome follows its
 	// submission, so the snapshot never shows more finished than submitted.
-	p.mu.Lock()
-	p.retired.addTo(&s)
-	for w := range p.workers {
-		w.counts.addTo(&s)
-	}
-	parked := len(p.idle)
-	s.Waiting = len(p.waiters)
-	p.mu.Unlock()
+	parked := p.workers.addCounts(&s)
 	p.counts.addTo(&s)
 	refused := p.counts.refused.Load()
 	s.Rejected += refused
 	s.Submitted = p.q.pushes() + refused
 
-	s.Workers = int(p.alive())
-	s.Busy = max(0, s.Workers-parked-int(p.spinning.Load()))
-	s.MaxWorkers = int(p.max.Load())
+	s.Workers = int(p.workers.alive())
+	s.Busy = max(0, s.Workers-parked-int(p.workers.spinning.Load()))
+	s.MaxWorkers = int(p.workers.max.Load())
 	s.Queued = p.q.len()
 	s.QueueCapacity = int(p.q.size)
+	s.Waiting = int(p.submitters.count.Load())
 	s.Paused = p.paused.Load()
 	s.Closed = p.level.Load() != levelOpen
 	return s
+}
+
+// counters are outcome counts. Each worker has its own, so that the hot path
+// adds to a cache line no other worker writes; Stats sums them.
+type counters struct {
+	succeeded atomic.Uint64
+	failed    atomic.Uint64
+	panicked  atomic.Uint64
+	timedOut  atomic.Uint64
+	canceled  atomic.Uint64
+	rejected  atomic.Uint64 // accepted, then dropped by shutdown
+	refused   atomic.Uint64 // refused at submission: full, closed, ctx ended
+	_         [8]byte
+}
+
+func (c *counters) count(s State) {
+	switch s {
+	case Succeeded:
+		c.succeeded.Add(1)
+	case Failed:
+		c.failed.Add(1)
+	case Panicked:
+		c.panicked.Add(1)
+	case TimedOut:
+		c.timedOut.Add(1)
+	case Canceled:
+		c.canceled.Add(1)
+	case Rejected:
+		c.rejected.Add(1)
+	}
+}
+
+func (c *counters) addTo(s *Stats) {
+	s.Succeeded += c.succeeded.Load()
+	s.Failed += c.failed.Load()
+	s.Panicked += c.panicked.Load()
+	s.TimedOut += c.timedOut.Load()
+	s.Canceled += c.canceled.Load()
+	s.Rejected += c.rejected.Load()
+}
+
+func (c *counters) fold(from *counters) {
+	c.succeeded.Add(from.succeeded.Load())
+	c.failed.Add(from.failed.Load())
+	c.panicked.Add(from.panicked.Load())
+	c.timedOut.Add(from.timedOut.Load())
+	c.canceled.Add(from.canceled.Load())
+	c.rejected.Add(from.rejected.Load())
 }

@@ -38,8 +38,9 @@ func (s *Stream[T]) Go(fn func(context.Context) (T, error), opts ...TaskOption) 
 	}
 	_, r := s.store.next()
 	ctx := s.g.ctx
+	name := taskName(opts)
 	err := s.g.Go(func() error {
-		err := r.run(ctx, fn)
+		err := r.run(ctx, name, fn)
 		s.emit(false)
 		return err
 	}, opts...)
@@ -84,11 +85,29 @@ func (s *Stream[T]) emit(all bool) {
 		}
 		s.next++
 		s.mu.Unlock()
-		s.each(v, err)
+		s.call(v, err)
 		s.mu.Lock()
 	}
 	s.emitting = false
 	s.mu.Unlock()
+}
+
+// call hands one value to each. If each panics or calls runtime.Goexit,
+// the stream gives up being in charge before the panic goes on (failing
+// the task it ran in, or reaching the caller of Wait), so that later
+// values are still handed over and Wait does not wait for an emitter that
+// is gone.
+func (s *Stream[T]) call(v T, err error) {
+	ok := false
+	defer func() {
+		if !ok {
+			s.mu.Lock()
+			s.emitting = false
+			s.mu.Unlock()
+		}
+	}()
+	s.each(v, err)
+	ok = true
 }
 
 // Wait waits for the tasks as Group.Wait does, hands every value not yet
@@ -99,14 +118,8 @@ func (s *Stream[T]) Wait() error {
 	if s.g.cfgErr != nil {
 		return err
 	}
-	for {
-		s.emit(true)
-		s.mu.Lock()
-		_, n := s.store.snapshot()
-		done := !s.emitting && s.next >= n
-		s.mu.Unlock()
-		if done {
-			return err
-		}
-	}
+	// Every function of the group has returned, so no worker is emitting:
+	// this call hands over the rest.
+	s.emit(true)
+	return err
 }

@@ -178,7 +178,7 @@ func stressRound(t *testing.T, seed uint64) {
 						cancelPool()
 					case 1:
 						ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-						_ = p.Shutdown(ctx, crew.ShutdownMode(rg.IntN(4)))
+						_ = p.Shutdown(ctx, crew.ShutdownMode(rg.IntN(5)))
 						cancel()
 					}
 				}
@@ -211,7 +211,7 @@ func stressRound(t *testing.T, seed uint64) {
 	}
 	// Resume in case the last word was Pause; then stop in a random mode.
 	_ = p.Resume()
-	mode := crew.ShutdownMode(r.IntN(4))
+	mode := crew.ShutdownMode(r.IntN(5))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	err = p.Shutdown(ctx, mode)

@@ -78,7 +78,7 @@ func (t *Task) Done() <-chan struct{} {
 	defer t.mu.Unlock()
 	if t.done == nil {
 		// Publish the channel's existence before looking at the state;
-		// finish stores the state before looking at chans.
+		// complete stores the state before looking at chans.
 		t.chans.Store(1)
 		if State(t.state.Load()).Terminal() {
 			return closedChan
@@ -103,8 +103,8 @@ func (t *Task) start() {
 	t.state.Store(uint32(Running))
 }
 
-// finish completes the task if it is still in state from, and reports
-// whether this call did it. Exactly one finisher wins; the others return
+// complete moves the task from state from to the terminal state to, and
+// reports whether this call did it. Exactly one finisher wins; the others return
 // false and leave no trace. The function's context ends with the task (as
 // with a deferred cancel): with DeadlineExceeded for a timeout, else
 // Canceled. The state is settled before the context ends, so that a
@@ -112,7 +112,7 @@ func (t *Task) start() {
 //
 // The outcome is counted in c before anyone is released, so that whoever
 // sees the task done also sees it counted.
-func (t *Task) finish(from, to State, err error, c *counters) bool {
+func (t *Task) complete(from, to State, err error, c *counters) bool {
 	if !t.state.CompareAndSwap(uint32(from), uint32(completing)) {
 		return false
 	}
@@ -146,15 +146,6 @@ func (t *Task) context() context.Context { return (*taskContext)(t) }
 // the task's timeout, on a hard stop and when the task ends; its values come
 // from the context given to Submit. It shares the Task's memory.
 type taskContext Task
-
-func (c *taskContext) Deadline() (time.Time, bool) {
-	if c.timeout > 0 {
-		// The pool's epoch carries both clocks: the deadline is on the
-		// monotonic one, as context.WithTimeout's is.
-		return c.pool.epoch.Add(c.began + c.timeout), true
-	}
-	return time.Time{}, false
-}
 
 func (c *taskContext) Done() <-chan struct{} {
 	c.mu.Lock()

@@ -1,0 +1,340 @@
+package crew
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workerSet is the pool's workers: how many live (ctl) under which bound
+// (max), which are looking for work (spinning) or parked on the idle stack,
+// and the one reaper timer that retires those idle for too long. It owns the
+// rules that keep every queued task seen by a worker. They are the whole of
+// the scheduler; each names the code that keeps it.
+//
+//  1. Slots. A worker holds one of at most max slots in ctl from its start to
+//     its exit. A slot is taken only by a CAS below max (spawn, reclaim) and
+//     given up by exactly one decrement (retire, retireSurplus, stopping,
+//     goexit). Hence at most max task functions run at once (invariant 2).
+//  2. Notify after push. Whoever makes a task runnable (a push, Resume,
+//     Resize, a stop) then calls notify or kick: unless the pool is paused
+//     or a worker is spinning, it wakes a parked worker, else starts one if a
+//     slot is free, else every slot is taken by a worker that will look at
+//     the queue before it parks or retires (rules 4 and 5).
+//  3. Hand on. A worker that takes a task and sees another one ready calls
+//     notify before it runs its own. So one looker per burst is enough: each
+//     looker that finds work recruits the next, as the Go scheduler's
+//     spinning threads do, until the queue is empty or every slot runs a
+//     task. (Without this rule a burst into a warm pool ran on one or two
+//     workers while the others slept: the bug this file was written for.)
+//  4. Publish, then look. A worker counts as spinning from the moment it is
+//     started or woken (the waker counts it) until it holds a task or
+//     parks, and as parked before its last look at the queue; notify reads
+//     those counts after its push. Of the pusher and the worker, at least
+//     one sees the other. A spinner stops counting before it looks again
+//     (rule 3 after a pop, rule 4 before it parks, rule 5 before it exits),
+//     so a notify that relied on it is never lost.
+//  5. Give up a slot, then look. A worker that gives up its slot (retired by
+//     the reaper, or surplus after Resize) looks at the queue afterwards and
+//     takes a slot back if there is work and room (reclaim), because a
+//     pusher that found every slot taken started no one.
+//
+// Together: while the pool is open and not paused, a queued task is taken
+// by a worker without waiting for another task to end, whenever fewer than
+// max functions run (invariant 7, checked at every quiescent point of the
+// fuzz target and by TestRendezvousAtTheBound).
+type workerSet struct {
+	p *Pool
+
+	// Read on every submit and every pop, written rarely.
+	_ [64]byte
+	// ctl holds the number of live workers, and terminatedBit once the pool
+	// has stopped for good and may start no worker again.
+	ctl atomic.Uint64
+	max atomic.Int64
+
+	// Written by workers each time they run out of work.
+	_ [48]byte
+	// spinning counts the workers looking for work: started or woken and
+	// not yet holding a task, or looking again before they park. A waker
+	// adds one for the worker it wakes, which takes it off when it stops
+	// looking, so that a burst of pushes wakes one looker, not one each.
+	spinning atomic.Int32
+	parked   atomic.Int32 // workers on the idle stack
+	_        [56]byte
+
+	// goroutines counts worker goroutines until their very last step, so
+	// that the pool terminates only when none is left.
+	goroutines atomic.Int64
+
+	mu      sync.Mutex
+	idle    []*worker // parked workers, most recent last, so oldest first
+	reaper  *time.Timer
+	reaping bool // the reaper is armed or running
+	all     map[*worker]struct{}
+	retired counters // counts of workers that have exited
+}
+
+const terminatedBit = 1 << 62
+
+func (ws *workerSet) init(p *Pool, max int) {
+	ws.p = p
+	ws.max.Store(int64(max))
+	ws.all = make(map[*worker]struct{})
+}
+
+// alive is the number of live workers.
+func (ws *workerSet) alive() int64 { return int64(ws.ctl.Load() &^ terminatedBit) }
+
+// notify makes sure a worker will see a task just made runnable (rule 2).
+func (ws *workerSet) notify() {
+	if ws.p.paused.Load() || ws.spinning.Load() > 0 {
+		return
+	}
+	if ws.parked.Load() > 0 && ws.wakeOne() {
+		return
+	}
+	ws.spawn()
+}
+
+// kick starts or wakes as many workers as the queue can keep busy: after
+// Resume, a Resize that grows, a stop, or a worker lost to Goexit.
+func (ws *workerSet) kick() {
+	p := ws.p
+	if p.paused.Load() {
+		return
+	}
+	for n := p.q.len(); n > 0; n-- {
+		if !(ws.parked.Load() > 0 && ws.wakeOne()) && !ws.spawn() {
+			return
+		}
+	}
+}
+
+// wakeOne wakes the most recently parked worker, if any.
+func (ws *workerSet) wakeOne() bool {
+	ws.mu.Lock()
+	n := len(ws.idle)
+	if n == 0 {
+		ws.mu.Unlock()
+		return false
+	}
+	w := ws.idle[n-1]
+	ws.idle[n-1] = nil
+	ws.idle = ws.idle[:n-1]
+	ws.parked.Add(-1)
+	ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	ws.mu.Unlock()
+	w.wake <- struct{}{}
+	return true
+}
+
+// wakeAll wakes every parked worker, so that each looks again at the queue,
+// the bound and the stopping level.
+func (ws *workerSet) wakeAll() {
+	ws.mu.Lock()
+	idle := ws.idle
+	ws.idle = nil
+	ws.parked.Add(-int32(len(idle)))
+	ws.spinning.Add(int32(len(idle)))
+	ws.mu.Unlock()
+	for _, w := range idle {
+		w.wake <- struct{}{}
+	}
+}
+
+// spawn starts a worker if a slot is free and the pool has not terminated.
+func (ws *workerSet) spawn() bool {
+	if !ws.takeSlot() {
+		return false
+	}
+	w := &worker{p: ws.p, wake: make(chan struct{}, 1), looking: true}
+	ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	ws.goroutines.Add(1)
+	ws.mu.Lock()
+	ws.all[w] = struct{}{}
+	ws.mu.Unlock()
+	go w.loop()
+	return true
+}
+
+// takeSlot takes one of the max slots (rule 1).
+func (ws *workerSet) takeSlot() bool {
+	for {
+		c := ws.ctl.Load()
+		if c&terminatedBit != 0 || int64(c) >= ws.max.Load() {
+			return false
+		}
+		if ws.ctl.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// giveUpSlot gives up the calling worker's slot (rule 1).
+func (ws *workerSet) giveUpSlot() { ws.ctl.Add(^uint64(0)) }
+
+// retireSurplus gives up a slot when the pool has more live workers than
+// its bound, then reclaims one if work came meanwhile (rule 5). It reports
+// whether the worker must exit.
+func (ws *workerSet) retireSurplus() bool {
+	for {
+		c := ws.ctl.Load()
+		if int64(c&^terminatedBit) <= ws.max.Load() {
+			return false
+		}
+		if ws.ctl.CompareAndSwap(c, c-1) {
+			return !ws.reclaim()
+		}
+	}
+}
+
+// reclaim is called by a worker that has just given up its slot. A pusher
+// that pushed just before may have found every slot taken and started no
+// one, or relied on this worker spinning, so the worker looks at the queue
+// once more and takes a slot back if there is work and room for it (rule
+// 5); if there is work but no room, it passes the work on to a parked
+// worker, which holds a slot.
+func (ws *workerSet) reclaim() bool {
+	p := ws.p
+	if p.paused.Load() || p.q.len() == 0 {
+		return false
+	}
+	if ws.takeSlot() {
+		return true
+	}
+	ws.notify()
+	return false
+}
+
+// park puts w on the idle stack. The caller then looks at the queue once
+// more (rule 4) and, if there is work, takes itself off with unpark.
+func (ws *workerSet) park(w *worker) {
+	ws.mu.Lock()
+	w.parkedAt = time.Since(ws.p.epoch)
+	w.retired = false
+	ws.idle = append(ws.idle, w)
+	ws.parked.Add(1)
+	if !ws.reaping {
+		ws.armReaper(ws.p.cfg.idleTimeout)
+	}
+	ws.mu.Unlock()
+}
+
+// unpark takes w off the idle stack; false means a waker already did and a
+// token is on its way.
+func (ws *workerSet) unpark(w *worker) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for i := len(ws.idle) - 1; i >= 0; i-- {
+		if ws.idle[i] == w {
+			ws.idle = slices.Delete(ws.idle, i, i+1)
+			ws.parked.Add(-1)
+			return true
+		}
+	}
+	return false
+}
+
+// armReaper makes the reaper run after d; ws.mu is held. One timer for the
+// pool, not one per worker: parking costs no timer, and an idle pool's
+// reaper disarms itself once the last worker is gone.
+func (ws *workerSet) armReaper(d time.Duration) {
+	ws.reaping = true
+	if ws.reaper == nil {
+		ws.reaper = time.AfterFunc(d, ws.reap)
+	} else {
+		ws.reaper.Reset(d)
+	}
+}
+
+// reap retires the workers parked for the idle timeout or longer: the
+// oldest are at the bottom of the idle stack. It then rearms for the next.
+func (ws *workerSet) reap() {
+	idleTimeout := ws.p.cfg.idleTimeout
+	ws.mu.Lock()
+	now := time.Since(ws.p.epoch)
+	n := 0
+	for n < len(ws.idle) && now-ws.idle[n].parkedAt >= idleTimeout {
+		n++
+	}
+	retired := slices.Clone(ws.idle[:n])
+	for _, w := range retired {
+		w.retired = true
+	}
+	ws.idle = slices.Delete(ws.idle, 0, n)
+	ws.parked.Add(-int32(n))
+	ws.spinning.Add(int32(n))
+	if len(ws.idle) > 0 {
+		ws.armReaper(ws.idle[0].parkedAt + idleTimeout - now)
+	} else {
+		ws.reaping = false
+	}
+	ws.mu.Unlock()
+	for _, w := range retired {
+		w.wake <- struct{}{}
+	}
+}
+
+// stopReaper stops the reaper for good, once the pool has terminated.
+func (ws *workerSet) stopReaper() {
+	ws.mu.Lock()
+	if ws.reaper != nil {
+		ws.reaper.Stop()
+		ws.reaping = false
+	}
+	ws.mu.Unlock()
+}
+
+// terminate marks the set terminated if no worker is live, so that none
+// may start again. It reports whether the set is terminated.
+func (ws *workerSet) terminate() bool {
+	return ws.ctl.CompareAndSwap(0, terminatedBit) || ws.ctl.Load() == terminatedBit
+}
+
+// removed takes an exiting worker out of the set, keeping its counts. It
+// reports whether it was the last worker goroutine.
+func (ws *workerSet) removed(w *worker) bool {
+	ws.mu.Lock()
+	delete(ws.all, w)
+	ws.retired.fold(&w.counts)
+	ws.mu.Unlock()
+	return ws.goroutines.Add(-1) == 0
+}
+
+// each calls f with every live worker, under the set's lock: for stops,
+// stuck reports and a cancelled group's Wait, not for the hot path.
+func (ws *workerSet) each(f func(*worker)) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.all {
+		f(w)
+	}
+}
+
+// addCounts adds every worker's counts to s and returns how many workers
+// are parked.
+func (ws *workerSet) addCounts(s *Stats) (parked int) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.retired.addTo(s)
+	for w := range ws.all {
+		w.counts.addTo(s)
+	}
+	return len(ws.idle)
+}
+
+// running counts the workers running a function of g; runs reports whether
+// there is one. For a cancelled group's Wait, not for the hot path.
+func (ws *workerSet) running(g *Group) int {
+	n := 0
+	ws.each(func(w *worker) {
+		if w.group.Load() == g {
+			n++
+		}
+	})
+	return n
+}
+
+func (ws *workerSet) runs(g *Group) bool { return ws.running(g) > 0 }
