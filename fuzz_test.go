@@ -12,8 +12,9 @@ import (
 
 // FuzzPoolOperations drives a pool with a sequence of operations read from
 // the input, in a synctest bubble so that time (timeouts, idle retirement,
-// deadlines) is part of the sequence, and checks invariants 1, 3, 5 and 6
-// at the end. Each byte is one operation; the byte after an operation that
+// deadlines) is part of the sequence, and checks invariant 7 after every
+// operation, once the bubble is quiet, and invariants 1, 3, 5 and 6 at the
+// end. Each byte is one operation; the byte after an operation that
 // takes an argument is its argument.
 func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
@@ -21,6 +22,10 @@ func FuzzPoolOperations(f *testing.F) {
 	f.Add([]byte{2, 200, 2, 5, 10, 10, 3, 11, 1})
 	f.Add([]byte{8, 1, 0, 0, 0, 0, 2, 3, 8, 6, 7, 11, 2})
 	f.Add([]byte{12, 3, 12, 4, 4, 12, 5, 13, 12, 1, 5, 9, 1})
+	// A warm pool, then a burst; a resize up under a backlog; a resume.
+	f.Add([]byte{3, 0, 8, 0, 7, 0, 1, 7, 1, 7, 1, 7, 1, 7, 8})
+	f.Add([]byte{6, 0, 1, 7, 1, 7, 1, 7, 6, 3, 8})
+	f.Add([]byte{4, 1, 7, 1, 7, 1, 7, 5, 8})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 256 {
 			ops = ops[:256]
@@ -154,6 +159,9 @@ func runOps(t *testing.T, ops []byte) {
 			_ = p.Close()
 			closed = true
 		}
+		// Invariant 7 at every quiescent point.
+		synctest.Wait()
+		checkConservation(t, p)
 	}
 	// The group's waiter is released whatever happened (a hang would be a
 	// deadlock in the bubble); Resume first, as a paused pool holds it.

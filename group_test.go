@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -379,6 +381,125 @@ func TestStreamHandsOverUnrunTasksWithCause(t *testing.T) {
 		}
 		if fmt.Sprint(got) != "[1:<nil> 0:bad 0:bad]" {
 			t.Fatalf("delivered %v", got)
+		}
+	})
+}
+
+// TestStreamWaitReturnsWhenCallbackFails: a callback that panics or calls
+// runtime.Goexit on a worker fails that task; Wait still hands over the rest
+// and returns, rather than spin for an emitter that is gone.
+func TestStreamWaitReturnsWhenCallbackFails(t *testing.T) {
+	for name, fail := range map[string]func(){
+		"panic":  func() { panic("each") },
+		"Goexit": runtime.Goexit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newPool(t, crew.WithWorkers(2))
+			var calls atomic.Int64
+			s, _ := crew.NewStream(t.Context(), p, func(int, error) {
+				if calls.Add(1) == 1 {
+					fail()
+				}
+			}, crew.JoinErrors())
+			for i := range 5 {
+				if err := s.Go(func(context.Context) (int, error) { return i, nil }, crew.Named(fmt.Sprint("item", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Wait() }()
+			select {
+			case err := <-done:
+				var pe *crew.PanicError
+				if name == "panic" && (!errors.As(err, &pe) || pe.Value != "each" || !strings.HasPrefix(pe.Task, "item")) {
+					t.Fatalf("Wait = %v, want the callback's panic, named", err)
+				}
+				if name == "Goexit" && !errors.Is(err, crew.ErrGoexit) {
+					t.Fatalf("Wait = %v, want ErrGoexit", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("Wait did not return")
+			}
+			if calls.Load() != 5 {
+				t.Fatalf("callback called %d times, want 5", calls.Load())
+			}
+		})
+	}
+}
+
+// TestGroupLimitRefusesOnceShutdownBegins: invariant 5 for a group at its
+// Limit: Go waiting for the limit, a new Go and TryGo all get ErrClosed at
+// once when shutdown begins, while a task of the group still runs.
+func TestGroupLimitRefusesOnceShutdownBegins(t *testing.T) {
+	for _, mode := range []crew.ShutdownMode{crew.Drain, crew.Soft, crew.SoftThenHard, crew.DrainThenHard} {
+		t.Run(mode.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPool(t, crew.WithWorkers(2))
+				g, _ := crew.NewGroup(t.Context(), p, crew.Limit(1))
+				gate := newGate()
+				if err := g.Go(func() error { gate.short(); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				gate.waitStarted(t, 1)
+				blocked := make(chan error, 1)
+				go func() { blocked <- g.Go(func() error { return nil }) }()
+				synctest.Wait()
+				stopped := make(chan error, 1)
+				go func() { stopped <- p.Shutdown(context.Background(), mode) }()
+				synctest.Wait()
+				select {
+				case err := <-blocked:
+					if !errors.Is(err, crew.ErrClosed) {
+						t.Fatalf("Go waiting for the limit = %v, want ErrClosed", err)
+					}
+				default:
+					t.Fatal("Go waiting for the limit still waits after shutdown began")
+				}
+				if err := g.TryGo(func() error { return nil }); !errors.Is(err, crew.ErrClosed) {
+					t.Fatalf("TryGo = %v, want ErrClosed", err)
+				}
+				gate.open()
+				if err := <-stopped; err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Wait(); !errors.Is(err, crew.ErrClosed) {
+					t.Fatalf("Wait = %v, want the recorded ErrClosed", err)
+				}
+			})
+		})
+	}
+}
+
+// TestGroupWaitAfterHardStopWaitsForItsFunctions: a hard stop cancels a
+// group, but Wait still returns only once the group's functions have
+// returned (as errgroup's does), so that no function of a Map writes its
+// result after Map has returned. Task handles, by contrast, are released
+// at once.
+func TestGroupWaitAfterHardStopWaitsForItsFunctions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(2), crew.WithStopGrace(time.Hour))
+		g, gctx := crew.NewGroup(t.Context(), p)
+		gate := newGate()
+		if err := g.Go(func() error { gate.short(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		gate.waitStarted(t, 1)
+		go func() { _ = p.Close() }()
+		synctest.Wait()
+		if !errors.Is(context.Cause(gctx), crew.ErrCanceled) {
+			t.Fatalf("group context after a hard stop: %v", context.Cause(gctx))
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- g.Wait() }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("Wait returned %v while a function of the group ran", err)
+		default:
+		}
+		gate.open()
+		if err := <-waited; err != nil {
+			t.Fatalf("Wait = %v, want the function's nil", err)
 		}
 	})
 }

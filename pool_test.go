@@ -3,7 +3,9 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +25,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"zero idle timeout": crew.WithIdleTimeout(0),
 		"negative timeout":  crew.WithTaskTimeout(-time.Second),
 		"zero stop grace":   crew.WithStopGrace(0),
+		"huge queue":        crew.WithQueueSize(1 << 40),
+		"queue over max":    crew.WithQueueSize(crew.MaxQueueSize + 1),
 		"nil context":       crew.WithContext(nil), //nolint:staticcheck // the point of the test
 		"nil option":        nil,
 	} {
@@ -465,4 +469,123 @@ func TestTaskContextCarriesSubmitValuesNotCancellation(t *testing.T) {
 	if err := task.Wait(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestObserverSeesGoexit: a task whose function calls runtime.Goexit is
+// observed as failed, like Stats counts it, whatever its kind.
+func TestObserverSeesGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[string]crew.State{}
+		p := newPool(t, crew.WithWorkers(1), crew.WithObserver(func(o crew.Observation) {
+			mu.Lock()
+			seen[o.Name] = o.State
+			mu.Unlock()
+		}))
+		if err := p.Go(runtime.Goexit, crew.Named("short")); err != nil {
+			t.Fatal(err)
+		}
+		submit(t, p, func(context.Context) error { runtime.Goexit(); return nil }, crew.Named("long"))
+		g, _ := crew.NewGroup(t.Context(), p, crew.JoinErrors())
+		_ = g.Go(func() error { runtime.Goexit(); return nil }, crew.Named("group"))
+		if err := g.Wait(); !errors.Is(err, crew.ErrGoexit) {
+			t.Fatalf("group Wait = %v", err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, name := range []string{"short", "long", "group"} {
+			if seen[name] != crew.Failed {
+				t.Errorf("observer saw %q as %v, want failed (all: %v)", name, seen[name], seen)
+			}
+		}
+		if s := p.Stats(); s.Failed != 3 {
+			t.Errorf("Stats.Failed = %d, want 3", s.Failed)
+		}
+	})
+}
+
+// TestQueuedNeverExceedsCapacity: the queue length in a snapshot stays
+// within the capacity while submitters and workers race.
+func TestQueuedNeverExceedsCapacity(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(2), crew.WithQueueSize(4))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = p.TryGo(func() {})
+				}
+			}
+		})
+	}
+	for range 200000 {
+		if s := p.Stats(); s.Queued > s.QueueCapacity || s.Queued < 0 {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("Queued %d of capacity %d", s.Queued, s.QueueCapacity)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestPoolWithEndedContextRefusesAtOnce: New with a context that has
+// already ended returns a stopped pool; not one submit is accepted.
+func TestPoolWithEndedContextRefusesAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 50 {
+		p := newPool(t, crew.WithContext(ctx))
+		var ran atomic.Int64
+		for range 20 {
+			if err := p.Go(func() { ran.Add(1) }); !errors.Is(err, crew.ErrClosed) {
+				t.Fatalf("Go = %v, want ErrClosed", err)
+			}
+			if _, err := p.TrySubmit(func(context.Context) error { ran.Add(1); return nil }); !errors.Is(err, crew.ErrClosed) {
+				t.Fatalf("TrySubmit = %v, want ErrClosed", err)
+			}
+		}
+		if err := p.Shutdown(context.Background(), crew.Drain); err != nil || ran.Load() != 0 || !p.Stats().Closed {
+			t.Fatalf("Shutdown = %v, %d ran, %+v", err, ran.Load(), p.Stats())
+		}
+	}
+}
+
+// TestPanickingHooksAreRecovered is invariant 4 for the user's hooks: an
+// observer or panic handler that panics is logged, the task is counted, and
+// the pool keeps its workers.
+func TestPanickingHooksAreRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		p := newPool(t, crew.WithWorkers(1),
+			crew.WithObserver(func(crew.Observation) { panic("observer") }),
+			crew.WithPanicHandler(func(*crew.PanicError) { panic("handler") }),
+			crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+		for range 3 {
+			if err := p.Go(func() { panic("task") }); err != nil {
+				t.Fatal(err)
+			}
+			if err := submit(t, p, func(context.Context) error { return nil }).Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if s := p.Stats(); s.Panicked != 3 || s.Succeeded != 3 || s.Workers != 1 {
+			t.Fatalf("after panicking hooks: %+v", s)
+		}
+		var hooks []string
+		for _, r := range buf.records(t) {
+			if m := r["msg"].(string); strings.HasSuffix(m, "handler panicked") || strings.HasSuffix(m, "observer panicked") {
+				hooks = append(hooks, m)
+			}
+		}
+		if len(hooks) != 9 { // 3 handler panics, 6 observer panics
+			t.Fatalf("logged hook panics: %q", hooks)
+		}
+	})
 }

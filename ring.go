@@ -168,7 +168,11 @@ func (r *ring) close() {
 // the two were read apart.
 func (r *ring) len() int {
 	h := r.head.Load()
-	t := r.tail.Load() &^ closedBit
+	return r.between(h, r.tail.Load()&^closedBit)
+}
+
+// between is the length of a ring whose head and tail were read as h and t.
+func (r *ring) between(h, t uint64) int {
 	if t <= h {
 		return 0
 	}

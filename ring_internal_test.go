@@ -101,3 +101,17 @@ func TestRingConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestRingLengthWithinBounds: head and tail read apart (a stale head, a
+// tail that moved past it by laps) never give a length outside 0..size.
+func TestRingLengthWithinBounds(t *testing.T) {
+	r := newRing(4)
+	for _, c := range []struct {
+		h, t uint64
+		want int
+	}{{0, 0, 0}, {0, 3, 3}, {0, 4, 4}, {0, 1232, 4}, {10, 7, 0}, {5, 6, 1}} {
+		if got := r.between(c.h, c.t); got != c.want {
+			t.Errorf("between(%d, %d) = %d, want %d", c.h, c.t, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,4 +305,140 @@ func TestCancelledStateWinsOverHonouringReturn(t *testing.T) {
 			t.Fatalf("hard-stopped task: %v, %v", running.State(), running.Err())
 		}
 	}
+}
+
+// TestHardStopWithEndedContext: a context that has already ended asks for
+// no wait, yet a pool that has nothing running is not reported stuck, and a
+// function that returns at once on cancellation gets the moment it needs;
+// only one that ignores cancellation is named, 5 ms later.
+func TestHardStopWithEndedContext(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 200 { // the false report came about half the time
+		p := newPool(t)
+		if err := p.Shutdown(ended, crew.Hard); err != nil {
+			t.Fatalf("Shutdown(ended, Hard) of an idle pool = %v", err)
+		}
+	}
+	for name, fn := range map[string]func(*gate) func(context.Context) error{
+		"honouring": func(g *gate) func(context.Context) error { return g.honour },
+		"ignoring":  func(g *gate) func(context.Context) error { return g.ignore },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPool(t, crew.WithWorkers(1))
+				g := newGate()
+				submit(t, p, fn(g), crew.Named(name))
+				g.waitStarted(t, 1)
+				start := time.Now()
+				err := p.Shutdown(ended, crew.Hard)
+				if name == "honouring" {
+					if err != nil || time.Since(start) != 0 {
+						t.Fatalf("Shutdown = %v after %v, want nil at once", err, time.Since(start))
+					}
+					return
+				}
+				if !errors.Is(err, crew.ErrStuck) || !errors.Is(err, context.Canceled) || time.Since(start) != 5*time.Millisecond {
+					t.Fatalf("Shutdown = %v after %v, want ErrStuck after 5ms", err, time.Since(start))
+				}
+				g.open()
+				if err := p.Shutdown(context.Background(), crew.Hard); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// TestShutdownReturnsByItsDeadline is invariant 8: with a function that
+// ignores cancellation, every mode returns by the deadline (a Drain or
+// Soft wait with the context's error, the others with the stuck report),
+// and without a deadline a hard stop gives up after the stop grace.
+func TestShutdownReturnsByItsDeadline(t *testing.T) {
+	for _, mode := range []crew.ShutdownMode{crew.Drain, crew.Soft, crew.DrainThenHard, crew.SoftThenHard, crew.Hard} {
+		for _, grace := range []time.Duration{time.Second, time.Hour} {
+			t.Run(fmt.Sprintf("%v/grace=%v", mode, grace), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					p := newPool(t, crew.WithWorkers(1), crew.WithStopGrace(grace))
+					g := newGate()
+					defer g.open()
+					submit(t, p, g.ignore, crew.Named("sleeper"))
+					g.waitStarted(t, 1)
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					start := time.Now()
+					err := p.Shutdown(ctx, mode)
+					if d := time.Since(start); d != 10*time.Second {
+						t.Fatalf("Shutdown returned after %v, want the 10s deadline", d)
+					}
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Fatalf("Shutdown = %v", err)
+					}
+					if stuck := errors.Is(err, crew.ErrStuck); stuck != (mode != crew.Drain && mode != crew.Soft) || stuck && !strings.Contains(err.Error(), `"sleeper"`) {
+						t.Fatalf("Shutdown = %v", err)
+					}
+				})
+			})
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(1), crew.WithStopGrace(3*time.Second))
+		g := newGate()
+		defer g.open()
+		submit(t, p, g.ignore)
+		g.waitStarted(t, 1)
+		start := time.Now()
+		if err := p.Close(); !errors.Is(err, crew.ErrStuck) || time.Since(start) != 3*time.Second {
+			t.Fatalf("Close = %v after %v, want ErrStuck after the 3s grace", err, time.Since(start))
+		}
+	})
+}
+
+// TestShutdownFromOwnTaskDoesNotWaitForItself: Shutdown or Close called by
+// a function running on the pool begins the stop and returns
+// ErrCalledFromTask at once; the pool terminates once that function
+// returns. Called from another pool's task it waits as usual.
+func TestShutdownFromOwnTaskDoesNotWaitForItself(t *testing.T) {
+	for _, mode := range []crew.ShutdownMode{crew.Drain, crew.Soft, crew.DrainThenHard, crew.Hard, 99} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newPool(t, crew.WithWorkers(2))
+				var ran atomic.Int64
+				inner := make(chan error, 1)
+				// Deep in the task's own calls, as real code would be.
+				var deep func(int) error
+				deep = func(n int) error {
+					if n == 0 {
+						if mode == 99 {
+							return p.Close()
+						}
+						return p.Shutdown(context.Background(), mode)
+					}
+					return deep(n - 1)
+				}
+				if err := p.Go(func() { inner <- deep(200) }); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-inner; !errors.Is(err, crew.ErrCalledFromTask) {
+					t.Fatalf("Shutdown from the pool's own task = %v", err)
+				}
+				if err := p.Go(func() { ran.Add(1) }); !errors.Is(err, crew.ErrClosed) {
+					t.Fatalf("Go after the stop began = %v", err)
+				}
+				if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
+					t.Fatalf("Shutdown from outside = %v", err)
+				}
+			})
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := newPool(t), newPool(t)
+		if err := b.Go(func() {}); err != nil {
+			t.Fatal(err)
+		}
+		task := submit(t, a, func(context.Context) error { return b.Shutdown(context.Background(), crew.Drain) })
+		if err := task.Wait(); err != nil {
+			t.Fatalf("another pool's Shutdown from a task = %v", err)
+		}
+	})
 }

@@ -2,6 +2,8 @@ package crew_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -120,4 +122,26 @@ func TestBoundHoldsWithTimedOutTasks(t *testing.T) {
 			t.Fatalf("peak %d task functions running, bound %d", gauge.peak.Load(), bound)
 		}
 	})
+}
+
+// TestLongTimeoutDeadlineSaturates: a timeout so long that start plus
+// timeout overflows gives a deadline centuries ahead, not in the past
+// (which made a net.Dialer in the task fail at once).
+func TestLongTimeoutDeadlineSaturates(t *testing.T) {
+	p := newPool(t)
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 / 2, 100 * 365 * 24 * time.Hour} {
+		task := submit(t, p, func(ctx context.Context) error {
+			dl, ok := ctx.Deadline()
+			if !ok || dl.Before(time.Now().Add(99*365*24*time.Hour)) {
+				return fmt.Errorf("deadline %v (%v) for a timeout of %v", dl, ok, d)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		}, crew.Timeout(d))
+		if err := task.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
