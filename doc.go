@@ -25,9 +25,15 @@
 // [Pool.Stats] is a snapshot cheap enough for every Prometheus scrape, and
 // [WithObserver] sees every task's name, queue wait, run time and outcome.
 //
-// [Pool.Shutdown] stops a pool in one of four modes ([Drain], [Soft],
-// [SoftThenHard], [Hard]) with its deadline taken from a context, and
-// [Pool.Close] stops it hard at once. Whatever the mode, every accepted
+// [Pool.Shutdown] stops a pool in one of five modes ([DrainThenHard], the
+// default, [Drain], [Soft], [SoftThenHard], [Hard]) with its deadline taken
+// from a context, and returns by that deadline; [Pool.Close] stops it hard
+// at once. Whatever the mode, every accepted
 // task reaches exactly one terminal [State] and everyone waiting on it is
 // released; once Shutdown returns nil, no goroutine of the pool is left.
+//
+// The scheduler keeps one liveness promise besides: while the pool is open
+// and not paused, a queued task is taken as soon as fewer functions run than
+// the bound, without waiting for another task to end. The rules that keep it
+// are written at the top of workers.go.
 package crew

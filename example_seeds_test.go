@@ -14,7 +14,7 @@ import (
 	"github.com/crew-go/crew"
 )
 
-// The design document's batch (seed 003): deactivate 100,000 users through
+// The design document's batch (the semaphore-and-pool article): deactivate 100,000 users through
 // a rate-limited external API, stopping at the first error. Limit keeps the
 // API at 50 calls in flight whatever the pool's size.
 func ExampleForEach_deactivateUsers() {
@@ -40,7 +40,7 @@ func ExampleForEach_deactivateUsers() {
 	// true
 }
 
-// The design document's pipeline (seed 002): walk a tree, hash every file
+// The design document's pipeline (the goroutine-pool survey): walk a tree, hash every file
 // with bounded parallelism, collect the sums in walk order.
 func ExampleMapSeq_md5Pipeline() {
 	files := fstest.MapFS{
@@ -77,7 +77,7 @@ func ExampleMapSeq_md5Pipeline() {
 	// cbb11ed87dc8a95d81400c7f33c7c171  b/d/e.txt
 }
 
-// The design document's online batch (seed 000): the sum of factorials of a
+// The design document's online batch (the goapp worker-pool article): the sum of factorials of a
 // list of numbers, one task per number, results summed in order.
 func ExampleResults_sumOfFactorials() {
 	pool, _ := crew.New()
@@ -165,7 +165,7 @@ func ExampleUnfinishedError() {
 	<-started // one runs; two wait behind it
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	err := g.WaitContext(ctx) // the seed's total timeout for a batch
+	err := g.WaitContext(ctx) // the article's total timeout for a batch
 	var ue *crew.UnfinishedError
 	fmt.Println(errors.As(err, &ue), ue.Running, ue.Queued, errors.Is(err, context.DeadlineExceeded))
 	// Output: true 1 2 true

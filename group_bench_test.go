@@ -41,14 +41,14 @@ func BenchmarkResultsGo(b *testing.B) {
 }
 
 // apiCall stands for the rate-limited external call of the design
-// document's batch (seed 003), as about 100 ns of CPU so that the
+// document's batch (the semaphore-and-pool article), as about 100 ns of CPU so that the
 // benchmark measures the machinery around it.
 func apiCall() error {
 	sink = cpuTask()
 	return nil
 }
 
-// BenchmarkBatch is seed 003's matrix: batches of 1 to 100,000 calls with
+// BenchmarkBatch is the semaphore-and-pool article's matrix: batches of 1 to 100,000 calls with
 // at most 10, 100 or 1,000 at once, run by crew (a long-lived pool of that
 // bound, a group per batch), by a channel semaphore (a goroutine per call)
 // and by a channel pool started per batch, as the design document did.

@@ -140,15 +140,15 @@ func percentile(sorted []float64, q float64) float64 {
 	return sorted[i]
 }
 
-// S5Inputs and S5Limits are seed 003's grid.
+// S5Inputs and S5Limits are the semaphore-and-pool article's grid.
 var (
 	S5Inputs      = []int{1, 10, 100, 1000, 10000, 100000}
 	S5QuickInputs = []int{1, 100, 1000}
 	S5Limits      = []int{10, 100, 1000}
 )
 
-// S5Contenders are the ways seed 003 compared, and crew's. Each is
-// started per op (as in the seed) unless its name ends in -shared: then
+// S5Contenders are the ways the semaphore-and-pool article compared, and crew's. Each is
+// started per op (as in the article) unless its name ends in -shared: then
 // one pool lives across ops, as crew and pond are meant to be used.
 // crew-group-limit-shared is one pool of S5PoolWorkers workers shared by
 // every limit, each op a group with Limit(limit); crew-map-shared is
@@ -277,7 +277,7 @@ func BenchmarkS6Timeout(b *testing.B) {
 	}
 }
 
-// BenchmarkS7Seed001: seed 001's measure, 100 tasks of 10 ms on 5
+// BenchmarkS7Seed001: the worker-pool governance article's measure, 100 tasks of 10 ms on 5
 // workers: time to the first completed task, average task run time and
 // average time to completion (both from submit of the first task), total
 // time. Run it with -benchtime=1x; the metrics average over b.N.

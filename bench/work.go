@@ -34,7 +34,7 @@ const APICallRounds = 14
 
 // APICall is S5's simulated API call: about 1 µs of CPU (14 CPUTasks). A
 // spin rather than a sleep keeps the cells short and free of timer noise;
-// the seed's own call was close to free.
+// the article's own call was close to free.
 //
 //go:noinline
 func APICall(input uint64) uint64 {

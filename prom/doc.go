@@ -32,7 +32,7 @@
 // ([OtherTask]), and tasks without a name under task="".
 //
 // A horizontal autoscaler (KEDA, or the HPA through an adapter) scales on the
-// backlog, as seed 000 did on its waiting submitters:
+// backlog, as the goapp worker-pool article did on its waiting submitters:
 //
 //	sum(crew_queue_length) + sum(crew_submitters_waiting)
 //

@@ -12,7 +12,7 @@ import (
 
 // defaultBuckets are the upper bounds, in seconds, of both histograms unless
 // WithRunBuckets or WithWaitBuckets says otherwise: from 100 µs, the cost of
-// a few hand-offs, to a minute, past the long tasks of seed 000 (1-30 s).
+// a few hand-offs, to a minute, past the long tasks of the goapp worker-pool article (1-30 s).
 var defaultBuckets = []float64{
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,

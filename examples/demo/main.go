@@ -117,10 +117,10 @@ func run(workers, short, long int, logs bool) error {
 	_ = pool.Resize(workers * 4)
 	_ = pool.Resume()
 
-	// 6. A pod's SIGTERM: stop softly, hard at the deadline.
+	// 6. A pod's SIGTERM: run what was accepted, hard just before the deadline.
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := pool.Shutdown(sctx, crew.SoftThenHard); err != nil {
+	if err := pool.Shutdown(sctx, crew.DrainThenHard); err != nil {
 		return err
 	}
 	show("after Shutdown (no goroutine left)")

@@ -18,7 +18,7 @@ func scenarios(s3Tasks, s3Limit int) []run {
 	return []run{
 		{sc: &report.Scenario{
 			ID: "S1", Bench: "S1Overhead", Title: "overhead of an empty task",
-			Desc: "An empty task, submitted b.N times by 1 and by GOMAXPROCS goroutines into a pool of GOMAXPROCS or of 1000 workers, waited for once at the end. ns/op is the cost of one task. `chanpool-1024` is the floor SPEC §6 names: one channel hand-off between goroutines.",
+			Desc: "An empty task, submitted b.N times by 1 and by GOMAXPROCS goroutines into a pool of GOMAXPROCS or of 1000 workers, waited for once at the end. ns/op is the cost of one task. `chanpool-1024` is the floor for any pool: one channel hand-off between goroutines.",
 			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-go",
 		}, benchtime: "300ms", quickTime: "2000x"},
 		{sc: &report.Scenario{
@@ -37,8 +37,8 @@ func scenarios(s3Tasks, s3Limit int) []run {
 			Unit: "p50-ns", Extra: []string{"p99-ns"}, Ref: "crew-go",
 		}, benchtime: "2000x", quickTime: "100x", extraUnits: []string{"p99-ns"}},
 		{sc: &report.Scenario{
-			ID: "S5", Bench: "S5SemVsPool", Title: "semaphore against pool (seed 003)",
-			Desc: "n inputs, each a simulated API call (bench.APICall: ~1 µs of CPU, 14 × the S2 task), results written to a slice, at most `limit` at once. Each contender is started per op, as in the seed (the channel pool starts its `limit` goroutines per op), except `-shared` ones: one long-lived pool across ops, as crew and pond are meant to be used. `crew-group-shared`: a pool of `limit` workers, a group per op; `crew-group-limit-shared`: one pool of 1,000 workers for every limit, a group with `crew.Limit(limit)` per op; `crew-map-shared`: `crew.Map` over the inputs on a pool of `limit` workers. The target (SPEC §1): crew's group at or below the better of the semaphore and the pool in every cell.",
+			ID: "S5", Bench: "S5SemVsPool", Title: "semaphore against pool (the semaphore-and-pool article)",
+			Desc: "n inputs, each a simulated API call (bench.APICall: ~1 µs of CPU, 14 × the S2 task), results written to a slice, at most `limit` at once. Each contender is started per op, as in the article (the channel pool starts its `limit` goroutines per op), except `-shared` ones: one long-lived pool across ops, as crew and pond are meant to be used. `crew-group-shared`: a pool of `limit` workers, a group per op; `crew-group-limit-shared`: one pool of 1,000 workers for every limit, a group with `crew.Limit(limit)` per op; `crew-map-shared`: `crew.Map` over the inputs on a pool of `limit` workers. The target: crew's group at or below the better of the semaphore and the pool in every cell.",
 			Unit: "ns/op", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-group-shared", Chart: report.LineChart, PerX: true, Target: &report.Target{Lib: "crew-group-shared", Against: []string{"chansem", "chanpool"}},
 		}, benchtime: "150ms", quickTime: "20x"},
 		{sc: &report.Scenario{
@@ -47,7 +47,7 @@ func scenarios(s3Tasks, s3Limit int) []run {
 			Unit: "ns/task", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-submit",
 		}, benchtime: "300ms", quickTime: "20x"},
 		{sc: &report.Scenario{
-			ID: "S7", Bench: "S7Seed001", Title: "seed 001: 100 tasks of 10 ms on 5 workers",
+			ID: "S7", Bench: "S7Seed001", Title: "the worker-pool governance article: 100 tasks of 10 ms on 5 workers",
 			Desc: "Time to the first completed task, average run time of a task (start to end), average time from the first submit to each task's end, and total time. The ideal is 10 ms first, 10 ms run, 110 ms done and 200 ms total; `goroutines` ignores the bound of 5.",
 			Unit: "total-ms", Extra: []string{"first-ms", "avg-run-ms", "avg-done-ms"}, Ref: "crew-go",
 		}, benchtime: "1x", quickTime: "1x", extraUnits: []string{"first-ms"}},
