@@ -89,13 +89,16 @@ func (e *PanicError) Unwrap() error {
 // deferred directly (recover works only there). It turns the panic into a
 // *PanicError named name and stores it in *pe. A panic whose value is
 // already a *PanicError (a typed result passing its own on) is kept as it
-// is, so that a panic is never wrapped twice.
+// is, named if it was not, so that a panic is never wrapped twice.
 func catch(name string, pe **PanicError) {
 	v := recover()
 	if v == nil {
 		return
 	}
 	if e, ok := v.(*PanicError); ok {
+		if e.Task == "" {
+			e.Task = name
+		}
 		*pe = e
 		return
 	}

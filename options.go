@@ -209,17 +209,6 @@ func Timeout(d time.Duration) TaskOption {
 	return TaskOption{timeout: d, kind: optTimeout}
 }
 
-// taskName is the name opts give, for the wrappers that keep it themselves.
-func taskName(opts []TaskOption) string {
-	name := ""
-	for _, o := range opts {
-		if o.kind == optName {
-			name = o.name
-		}
-	}
-	return name
-}
-
 type taskConfig struct {
 	name    string
 	timeout time.Duration

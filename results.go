@@ -29,8 +29,7 @@ func (r *Results[T]) Go(fn func(context.Context) (T, error), opts ...TaskOption)
 	}
 	_, s := r.store.next()
 	ctx := r.g.ctx
-	name := taskName(opts)
-	err := r.g.Go(func() error { return s.run(ctx, name, fn) }, opts...)
+	err := r.g.Go(func() error { return s.run(ctx, fn) }, opts...)
 	if err != nil {
 		s.err = err
 	}
@@ -85,8 +84,9 @@ func (s *resultStore[T]) snapshot() ([]*[resultChunk]result[T], int) {
 }
 
 // run calls fn and keeps what it returns. A panic is kept as the task's
-// error, named name, and passed on to the worker, which reports it as it is.
-func (r *result[T]) run(ctx context.Context, name string, fn func(context.Context) (T, error)) error {
+// error and passed on to the worker, which names it and reports it as it
+// is.
+func (r *result[T]) run(ctx context.Context, fn func(context.Context) (T, error)) error {
 	var pe *PanicError
 	defer func() {
 		if pe != nil {
@@ -95,7 +95,7 @@ func (r *result[T]) run(ctx context.Context, name string, fn func(context.Contex
 			panic(pe)
 		}
 	}()
-	defer catch(name, &pe)
+	defer catch("", &pe)
 	v, err := fn(ctx)
 	r.v, r.err = v, err
 	r.done.Store(true)

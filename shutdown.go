@@ -297,8 +297,11 @@ func (p *Pool) await(ctx context.Context, escalate bool) error {
 			p.stop(levelHard, "deadline near")
 			hardAt = time.Now()
 		case <-grace:
-			return p.stuck(nil)
+			return p.stuck(ctx.Err())
 		case <-done:
+			if p.terminated() {
+				return nil
+			}
 			if !escalate && hardAt.IsZero() {
 				return p.unfinished(ctx.Err())
 			}

@@ -38,9 +38,8 @@ func (s *Stream[T]) Go(fn func(context.Context) (T, error), opts ...TaskOption) 
 	}
 	_, r := s.store.next()
 	ctx := s.g.ctx
-	name := taskName(opts)
 	err := s.g.Go(func() error {
-		err := r.run(ctx, name, fn)
+		err := r.run(ctx, fn)
 		s.emit(false)
 		return err
 	}, opts...)

@@ -60,12 +60,14 @@ func (w *worker) take(it *item) bool {
 			}
 		}
 		if !p.paused.Load() && p.q.pop(it) {
-			w.stopLooking()
+			if w.looking {
+				w.stopLooking()
+				if p.q.ready() {
+					ws.notify() // rule 3: hand on
+				}
+			}
 			if p.submitters.count.Load() > 0 {
 				p.submitters.wakeOne()
-			}
-			if p.q.ready() {
-				ws.notify() // rule 3: hand on
 			}
 			return true
 		}
@@ -124,6 +126,10 @@ func (w *worker) park() bool {
 	ws := &w.p.workers
 	ws.park(w)
 	if w.hasWork() && ws.unpark(w) { // rule 4: publish, then look
+		// A pusher that found us parked may have failed to wake us
+		// because we were leaving: we look on its behalf (rule 3).
+		w.looking = true
+		ws.spinning.Add(1)
 		return true
 	}
 	<-w.wake // whoever took us off the stack sends a token, and counted us

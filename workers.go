@@ -22,12 +22,15 @@ import (
 //     or a worker is spinning, it wakes a parked worker, else starts one if a
 //     slot is free, else every slot is taken by a worker that will look at
 //     the queue before it parks or retires (rules 4 and 5).
-//  3. Hand on. A worker that takes a task and sees another one ready calls
-//     notify before it runs its own. So one looker per burst is enough: each
-//     looker that finds work recruits the next, as the Go scheduler's
-//     spinning threads do, until the queue is empty or every slot runs a
-//     task. (Without this rule a burst into a warm pool ran on one or two
-//     workers while the others slept: the bug this file was written for.)
+//  3. Hand on. A looker (a worker counted as spinning, rule 4) that takes a
+//     task and sees another one ready calls notify before it runs its own.
+//     So one looker per burst is enough: each looker that finds work
+//     recruits the next, as the Go scheduler's spinning threads do, until
+//     the queue is empty or every slot runs a task. A worker going straight
+//     from one task to the next was no one's looker and wakes no one: every
+//     task it sees queued was covered by its pusher's notify. (Before this
+//     rule counted started and woken workers as lookers, a burst into a warm
+//     pool ran on one or two workers while the others slept.)
 //  4. Publish, then look. A worker counts as spinning from the moment it is
 //     started or woken (the waker counts it) until it holds a task or
 //     parks, and as parked before its last look at the queue; notify reads
