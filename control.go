@@ -54,6 +54,15 @@ func (p *Pool) Resize(n int) error {
 	return nil
 }
 
+// limitAboveBound warns, once per pool, that a group's Limit cannot raise
+// the parallelism above the pool's bound.
+func (p *Pool) limitAboveBound(limit int64) {
+	if p.cfg.logger != nil && !p.warnedLimit.Swap(true) {
+		p.cfg.logger.Warn("crew: group limit above the pool's bound; the bound wins", "pool", p.cfg.name,
+			"limit", limit, "bound", p.workers.max.Load())
+	}
+}
+
 func (p *Pool) logEvent(msg string, args ...any) {
 	if l := p.cfg.logger; l != nil {
 		l.Info(msg, append([]any{"pool", p.cfg.name}, args...)...)

@@ -85,25 +85,44 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// catch is the one place where a task's panic is recovered; it must be
-// deferred directly (recover works only there). It turns the panic into a
-// *PanicError named name and stores it in *pe. A panic whose value is
-// already a *PanicError (a typed result passing its own on) is kept as it
-// is, named if it was not, so that a panic is never wrapped twice.
+// catch recovers a task's panic; it must be deferred directly (recover
+// works only there). It stores the panic in *pe as a *PanicError named name.
 func catch(name string, pe **PanicError) {
-	v := recover()
-	if v == nil {
-		return
+	if v := recover(); v != nil {
+		*pe = panicError(name, v)
 	}
+}
+
+// panicError is the one place a recovered panic value becomes an error. A
+// value that is already a *PanicError (a typed result passing its own on)
+// is kept as it is, named if it was not, so that a panic is never wrapped
+// twice.
+func panicError(name string, v any) *PanicError {
 	if e, ok := v.(*PanicError); ok {
 		if e.Task == "" {
 			e.Task = name
 		}
-		*pe = e
-		return
+		return e
 	}
-	*pe = &PanicError{Task: name, Value: v, Stack: debug.Stack()}
+	return &PanicError{Task: name, Value: v, Stack: debug.Stack()}
 }
+
+// IndexError is the error of one element of Map, ForEach, MapSeq or
+// ForEachSeq: its position in the input, and what went wrong there (the
+// function's error, or a *PanicError). Match it with errors.As; errors.Is
+// and errors.As see through it to Err. With JoinErrors, the joined errors
+// come back in input order.
+type IndexError struct {
+	// Index is the element's position in the slice or sequence.
+	Index int
+	// Err is the element's error.
+	Err error
+}
+
+func (e *IndexError) Error() string { return fmt.Sprintf("crew: element %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the element's error.
+func (e *IndexError) Unwrap() error { return e.Err }
 
 // UnfinishedError is returned by a wait with a deadline that passed before
 // every task had finished.

@@ -14,7 +14,7 @@ import (
 	"github.com/crew-go/crew"
 )
 
-// The design document's batch (the semaphore-and-pool article): deactivate 100,000 users through
+// The batch of the semaphore-and-pool article: deactivate 100,000 users through
 // a rate-limited external API, stopping at the first error. Limit keeps the
 // API at 50 calls in flight whatever the pool's size.
 func ExampleForEach_deactivateUsers() {
@@ -34,13 +34,18 @@ func ExampleForEach_deactivateUsers() {
 	}
 	err := crew.ForEach(context.Background(), pool, users, deactivate, crew.Limit(50))
 	fmt.Println(err)
+	var ie *crew.IndexError
+	if errors.As(err, &ie) {
+		fmt.Println("failed at index", ie.Index)
+	}
 	fmt.Println(calls.Load() < int64(len(users))) // the rest never ran
 	// Output:
-	// user 500: api: 503 service unavailable
+	// crew: element 499: user 500: api: 503 service unavailable
+	// failed at index 499
 	// true
 }
 
-// The design document's pipeline (the goroutine-pool survey): walk a tree, hash every file
+// The pipeline of the goroutine-pool survey: walk a tree, hash every file
 // with bounded parallelism, collect the sums in walk order.
 func ExampleMapSeq_md5Pipeline() {
 	files := fstest.MapFS{
@@ -77,7 +82,7 @@ func ExampleMapSeq_md5Pipeline() {
 	// cbb11ed87dc8a95d81400c7f33c7c171  b/d/e.txt
 }
 
-// The design document's online batch (the goapp worker-pool article): the sum of factorials of a
+// The online batch of the goapp worker-pool article: the sum of factorials of a
 // list of numbers, one task per number, results summed in order.
 func ExampleResults_sumOfFactorials() {
 	pool, _ := crew.New()

@@ -101,7 +101,7 @@ func ExampleShutdownMode() {
 	fmt.Println(running.State(), queued.State(), errors.Is(queued.Err(), crew.ErrNotRun))
 	// Output:
 	// <nil>
-	// canceled rejected true
+	// canceled dropped true
 }
 
 func ExampleState() {

@@ -184,7 +184,7 @@ func runOps(t *testing.T, ops []byte) {
 	for _, n := range l.observed {
 		observed += n
 	}
-	if observed != uint64(l.accepted.Load()) || s.Submitted-s.Rejected+l.observed[crew.Rejected] != uint64(l.accepted.Load()) {
+	if observed != uint64(l.accepted.Load()) || s.Submitted-s.Rejected != uint64(l.accepted.Load()) || s.Dropped != l.observed[crew.Dropped] {
 		t.Fatalf("accepted %d, observed %d: %+v %v", l.accepted.Load(), observed, s, l.observed)
 	}
 	if l.peak.Load() > l.bound.Load() {

@@ -61,8 +61,10 @@ func JoinErrors() GroupOption {
 }
 
 // Limit bounds how many tasks of the group may be queued or running at
-// once, below the pool's own bound; Go waits for a free place. It must be
-// at least 1.
+// once; Go waits for a free place. It must be at least 1. It can only lower
+// the parallelism the pool gives: Limit(50) on a pool of 2 workers runs 2 at
+// a time, and the pool's logger (WithLogger) warns once when a group's
+// Limit is above the pool's bound.
 func Limit(n int) GroupOption {
 	return groupOptionFunc(func(g *Group) error {
 		if n < 1 {
@@ -99,6 +101,9 @@ func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, con
 		if err := o.applyGroup(g); err != nil && g.cfgErr == nil {
 			g.cfgErr = err
 		}
+	}
+	if pool != nil && g.limit > pool.workers.max.Load() {
+		pool.limitAboveBound(g.limit)
 	}
 	return g, g.ctx
 }
@@ -156,7 +161,7 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 		err = g.pool.tryPut(&it)
 	}
 	if err != nil {
-		g.complete(Rejected, nil, nil)
+		g.complete(Dropped, nil, nil)
 		if g.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
 			err = context.Cause(g.ctx)
 		}
@@ -217,21 +222,33 @@ func (g *Group) release() {
 // run is called by a worker, which has published g as its group, with a
 // task of the group; it runs fn unless the group is cancelled or the pool is
 // stopping hard. The worker then unpublishes g and calls complete.
-func (g *Group) run(fn func() error, name string, hard bool) (State, error) {
+//
+// A function may return its own panic, caught and wrapped with its place
+// (an *IndexError from Map and ForEach): that is a panic too, counted and
+// reported as one, with the wrapped error as the group's.
+func (g *Group) run(fn func() error, name string, hard bool) (State, error, *PanicError) {
 	if hard {
-		return Canceled, ErrCanceled
+		return Canceled, ErrCanceled, nil
 	}
 	if g.ctx.Err() != nil {
-		return Canceled, context.Cause(g.ctx)
+		return Canceled, context.Cause(g.ctx), nil
 	}
 	err, pe := callGroup(fn, name)
 	switch {
 	case pe != nil:
-		return Panicked, pe
-	case err != nil:
-		return Failed, err
+		return Panicked, pe, pe
+	case err == nil:
+		return Succeeded, nil, nil
 	}
-	return Succeeded, nil
+	if ie, ok := err.(*IndexError); ok {
+		if pe, ok := ie.Err.(*PanicError); ok {
+			if pe.Task == "" {
+				pe.Task = name
+			}
+			return Panicked, err, pe
+		}
+	}
+	return Failed, err, nil
 }
 
 // complete accounts for one task of the group reaching state, counted in c

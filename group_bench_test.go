@@ -40,8 +40,8 @@ func BenchmarkResultsGo(b *testing.B) {
 	}
 }
 
-// apiCall stands for the rate-limited external call of the design
-// document's batch (the semaphore-and-pool article), as about 100 ns of CPU so that the
+// apiCall stands for the rate-limited external call of the
+// semaphore-and-pool article's batch, as about 100 ns of CPU so that the
 // benchmark measures the machinery around it.
 func apiCall() error {
 	sink = cpuTask()
@@ -51,7 +51,7 @@ func apiCall() error {
 // BenchmarkBatch is the semaphore-and-pool article's matrix: batches of 1 to 100,000 calls with
 // at most 10, 100 or 1,000 at once, run by crew (a long-lived pool of that
 // bound, a group per batch), by a channel semaphore (a goroutine per call)
-// and by a channel pool started per batch, as the design document did.
+// and by a channel pool started per batch, as the semaphore-and-pool article did.
 func BenchmarkBatch(b *testing.B) {
 	for _, limit := range []int{10, 100, 1000} {
 		p, _ := crew.New(crew.WithWorkers(limit))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -328,7 +329,8 @@ func TestMapStopsAtFirstError(t *testing.T) {
 			}
 			return 1, nil
 		})
-		if err != bad || calls.Load() != 3 {
+		var ie *crew.IndexError
+		if !errors.Is(err, bad) || !errors.As(err, &ie) || ie.Index != 2 || calls.Load() != 3 {
 			t.Fatalf("Map = %v after %d calls", err, calls.Load())
 		}
 	})
@@ -502,4 +504,121 @@ func TestGroupWaitAfterHardStopWaitsForItsFunctions(t *testing.T) {
 			t.Fatalf("Wait = %v, want the function's nil", err)
 		}
 	})
+}
+
+// TestEveryKindOfTaskCarriesItsName: Named reaches the *PanicError of a
+// group, Results and Stream task, once wrapped (never a panic inside a
+// panic), and Results.Errors agrees with Wait.
+func TestEveryKindOfTaskCarriesItsName(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(2))
+	check := func(kind string, err error) {
+		t.Helper()
+		var pe *crew.PanicError
+		if !errors.As(err, &pe) || pe.Task != kind || pe.Value != "boom" {
+			t.Errorf("%s: %v, want a panic named %q with value boom", kind, err, kind)
+			return
+		}
+		if strings.Count(err.Error(), "panicked") != 1 {
+			t.Errorf("%s: wrapped twice: %v", kind, err)
+		}
+	}
+	g, _ := crew.NewGroup(t.Context(), p)
+	_ = g.Go(func() error { panic("boom") }, crew.Named("group"))
+	check("group", g.Wait())
+
+	r, _ := crew.NewResults[int](t.Context(), p)
+	_ = r.Go(func(context.Context) (int, error) { panic("boom") }, crew.Named("results"))
+	_, err := r.Wait()
+	check("results", err)
+	check("results", r.Errors()[0])
+
+	s, _ := crew.NewStream(t.Context(), p, func(int, error) {})
+	_ = s.Go(func(context.Context) (int, error) { panic("boom") }, crew.Named("stream"))
+	check("stream", s.Wait())
+}
+
+// TestMapErrorsSayWhichElement: every element's error, a panic included,
+// is an *IndexError with its position, and JoinErrors returns them in
+// input order, whatever order they finished in.
+func TestMapErrorsSayWhichElement(t *testing.T) {
+	p := newPool(t, crew.WithWorkers(4))
+	in := make([]int, 101)
+	for i := range in {
+		in[i] = i
+	}
+	_, err := crew.Map(t.Context(), p, in, func(_ context.Context, n int) (int, error) {
+		if n == 50 {
+			panic("fifty")
+		}
+		time.Sleep(time.Duration(100-n) * time.Microsecond) // later elements finish first
+		return 0, fmt.Errorf("element %d failed", n)
+	}, crew.JoinErrors())
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Map = %v, want joined errors", err)
+	}
+	errs := joined.Unwrap()
+	if len(errs) != 101 {
+		t.Fatalf("%d errors, want 101", len(errs))
+	}
+	for i, e := range errs {
+		var ie *crew.IndexError
+		if !errors.As(e, &ie) || ie.Index != i {
+			t.Fatalf("error %d: %v, want an IndexError for element %d", i, e, i)
+		}
+	}
+	var pe *crew.PanicError
+	if !errors.As(errs[50], &pe) || pe.Value != "fifty" {
+		t.Fatalf("element 50: %v, want its panic", errs[50])
+	}
+	if s := p.Stats(); s.Panicked != 1 || s.Failed != 100 {
+		t.Fatalf("counted %d panicked and %d failed, want 1 and 100", s.Panicked, s.Failed)
+	}
+	// First-error mode: the error still says where.
+	err = crew.ForEach(t.Context(), p, in, func(_ context.Context, n int) error {
+		if n == 7 {
+			return errors.New("seven")
+		}
+		return nil
+	})
+	var ie *crew.IndexError
+	if !errors.As(err, &ie) || ie.Index != 7 {
+		t.Fatalf("ForEach = %v, want element 7", err)
+	}
+	seq := func(yield func(int) bool) {
+		for _, n := range in[:10] {
+			if !yield(n) {
+				return
+			}
+		}
+	}
+	_, err = crew.MapSeq(t.Context(), p, seq, func(_ context.Context, n int) (int, error) {
+		if n == 3 {
+			panic("three")
+		}
+		return n, nil
+	})
+	if !errors.As(err, &ie) || ie.Index != 3 || !errors.As(err, &pe) || pe.Value != "three" {
+		t.Fatalf("MapSeq = %v, want element 3's panic", err)
+	}
+}
+
+// TestLimitAboveBoundIsLogged: a group's Limit above its pool's bound
+// cannot raise parallelism; the pool's logger says so, once.
+func TestLimitAboveBoundIsLogged(t *testing.T) {
+	var buf syncBuffer
+	p := newPool(t, crew.WithWorkers(2), crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	for range 3 {
+		_, _ = crew.NewGroup(t.Context(), p, crew.Limit(50))
+	}
+	_, _ = crew.NewGroup(t.Context(), p, crew.Limit(2))
+	var warned int
+	for _, r := range buf.records(t) {
+		if strings.HasPrefix(r["msg"].(string), "crew: group limit above") && r["limit"] == float64(50) && r["bound"] == float64(2) {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Fatalf("warned %d times, want once", warned)
+	}
 }

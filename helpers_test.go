@@ -78,7 +78,7 @@ func submit(t testing.TB, p *crew.Pool, fn func(context.Context) error, opts ...
 func checkCounts(t testing.TB, p *crew.Pool) crew.Stats {
 	t.Helper()
 	s := p.Stats()
-	sum := s.Succeeded + s.Failed + s.Panicked + s.TimedOut + s.Canceled + s.Rejected
+	sum := s.Succeeded + s.Failed + s.Panicked + s.TimedOut + s.Canceled + s.Dropped + s.Rejected
 	if s.InFlight() != 0 || sum != s.Submitted {
 		t.Fatalf("counts disagree: %+v (in flight %d, sum %d)", s, s.InFlight(), sum)
 	}

@@ -60,8 +60,12 @@ var submitKinds = map[string]func(t *testing.T, p *crew.Pool, g *crew.Group, fn 
 		_, err := p.TrySubmit(func(context.Context) error { fn(); return nil }, crew.Timeout(2*time.Hour))
 		return err
 	},
-	"Group.Go":    func(t *testing.T, p *crew.Pool, g *crew.Group, fn func()) error { return g.Go(func() error { fn(); return nil }) },
-	"Group.TryGo": func(t *testing.T, p *crew.Pool, g *crew.Group, fn func()) error { return g.TryGo(func() error { fn(); return nil }) },
+	"Group.Go": func(t *testing.T, p *crew.Pool, g *crew.Group, fn func()) error {
+		return g.Go(func() error { fn(); return nil })
+	},
+	"Group.TryGo": func(t *testing.T, p *crew.Pool, g *crew.Group, fn func()) error {
+		return g.TryGo(func() error { fn(); return nil })
+	},
 }
 
 // poolStates bring a pool of bound n to the state a burst arrives in; each

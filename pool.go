@@ -32,7 +32,8 @@ type Pool struct {
 	level  atomic.Int32 // stopping level, see shutdown.go
 	_      [56]byte
 
-	counts counters // outcomes decided outside a worker: refusals, drops, cancels
+	counts      counters    // outcomes decided outside a worker: refusals, drops, cancels
+	warnedLimit atomic.Bool // a group's Limit above the bound was logged
 
 	mu         sync.Mutex    // orders Pause, Resume, Resize and the stop levels
 	stopLog    stopLog       // what the shutdown's log lines report; guarded by mu

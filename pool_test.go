@@ -589,3 +589,45 @@ func TestPanickingHooksAreRecovered(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedAndDroppedAreCountedApart: load shed at submission (Rejected)
+// and accepted tasks dropped by shutdown (Dropped) are different numbers,
+// and invariant 6 holds with both.
+func TestRefusedAndDroppedAreCountedApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(1), crew.WithQueueSize(2))
+		g := newGate()
+		if err := p.Go(g.short); err != nil {
+			t.Fatal(err)
+		}
+		g.waitStarted(t, 1)
+		for range 2 {
+			if err := p.TryGo(func() {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 5 {
+			if err := p.TryGo(func() {}); !errors.Is(err, crew.ErrQueueFull) {
+				t.Fatal(err)
+			}
+		}
+		go func() { _ = p.Shutdown(context.Background(), crew.Soft) }()
+		synctest.Wait()
+		g.open()
+		if err := p.Shutdown(context.Background(), crew.Soft); err != nil {
+			t.Fatal(err)
+		}
+		s := checkCounts(t, p)
+		if s.Rejected != 5 || s.Dropped != 2 || s.Succeeded != 1 || s.Submitted != 8 {
+			t.Fatalf("counts: %v", s)
+		}
+		if got := s.String(); !strings.Contains(got, "dropped 2 rejected 5") {
+			t.Fatalf("String() = %q", got)
+		}
+		var buf syncBuffer
+		slog.New(slog.NewJSONHandler(&buf, nil)).Info("pool", "stats", s)
+		if r := buf.records(t)[0]["stats"].(map[string]any); r["dropped"] != float64(2) || r["rejected"] != float64(5) || r["in_flight"] != float64(0) {
+			t.Fatalf("LogValue: %v", r)
+		}
+	})
+}

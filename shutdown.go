@@ -200,15 +200,15 @@ func (p *Pool) drop(it *item, c *counters) {
 	name := it.name
 	switch {
 	case it.t != nil:
-		it.t.complete(Queued, Rejected, ErrNotRun, c)
+		it.t.complete(Queued, Dropped, ErrNotRun, c)
 		name = it.t.name
 	case it.g != nil:
-		it.g.complete(Rejected, ErrNotRun, c)
+		it.g.complete(Dropped, ErrNotRun, c)
 	default:
-		c.count(Rejected)
+		c.count(Dropped)
 	}
 	if p.cfg.observer != nil {
-		p.observe(Observation{Name: name, Wait: time.Since(p.epoch) - it.enq, State: Rejected})
+		p.observe(Observation{Name: name, Wait: time.Since(p.epoch) - it.enq, State: Dropped})
 	}
 }
 
@@ -387,7 +387,7 @@ func (p *Pool) logEnd(msg string, err error) {
 	args := []any{"pool", p.cfg.name, "mode", a.mode,
 		"succeeded", s.Succeeded - a.start.Succeeded, "failed", s.Failed - a.start.Failed + s.Panicked - a.start.Panicked,
 		"timed_out", s.TimedOut - a.start.TimedOut, "canceled", s.Canceled - a.start.Canceled,
-		"not_run", s.Rejected - a.start.Rejected, "busy", s.Busy, "queued", s.Queued}
+		"not_run", s.Dropped - a.start.Dropped, "rejected", s.Rejected - a.start.Rejected, "busy", s.Busy, "queued", s.Queued}
 	if err != nil {
 		l.Warn(msg, append(args, "error", err)...)
 		return

@@ -29,12 +29,12 @@ func TestShutdownModes(t *testing.T) {
 		queuedRan         bool
 	}{
 		{mode: crew.Drain, wantErr: nil, honouring: crew.Succeeded, queued: crew.Succeeded, queuedRan: true},
-		{mode: crew.Soft, wantErr: nil, honouring: crew.Succeeded, queued: crew.Rejected},
+		{mode: crew.Soft, wantErr: nil, honouring: crew.Succeeded, queued: crew.Dropped},
 		// Both workers stay busy, so draining runs nothing before the stop
 		// turns hard, half-way to the deadline (the stop grace is longer).
-		{mode: crew.DrainThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Rejected},
-		{mode: crew.SoftThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Rejected},
-		{mode: crew.Hard, wantErr: nil, honouring: crew.Canceled, queued: crew.Rejected},
+		{mode: crew.DrainThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Dropped},
+		{mode: crew.SoftThenHard, deadline: time.Minute, wantErr: crew.ErrStuck, honouring: crew.Canceled, queued: crew.Dropped},
+		{mode: crew.Hard, wantErr: nil, honouring: crew.Canceled, queued: crew.Dropped},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestShutdownModes(t *testing.T) {
 					if got := q.State(); got != tc.queued {
 						t.Errorf("queued task: %v, want %v", got, tc.queued)
 					}
-					if tc.queued == crew.Rejected && !errors.Is(q.Wait(), crew.ErrNotRun) {
+					if tc.queued == crew.Dropped && !errors.Is(q.Wait(), crew.ErrNotRun) {
 						t.Errorf("queued task error: %v", q.Wait())
 					}
 				}
@@ -152,8 +152,8 @@ func TestShutdownModes(t *testing.T) {
 				// Invariant 6.
 				s := checkCounts(t, p)
 				// Six dropped from the queue, two refused after shutdown.
-				if tc.queued == crew.Rejected && s.Rejected != 8 || s.Submitted != 10 {
-					t.Errorf("rejected %d of %d, want 8 of 10: %+v", s.Rejected, s.Submitted, s)
+				if tc.queued == crew.Dropped && (s.Dropped != 6 || s.Rejected != 2) || s.Submitted != 10 {
+					t.Errorf("dropped %d and rejected %d of %d, want 6 and 2 of 10: %+v", s.Dropped, s.Rejected, s.Submitted, s)
 				}
 				// Invariant 3: Shutdown returned, no goroutine of crew's left;
 				// and calling it again is harmless.

@@ -3,7 +3,7 @@ package crew
 import "time"
 
 // State is where a task stands. A task accepted by the pool reaches exactly
-// one of the terminal states, Succeeded to Rejected.
+// one of the terminal states, Succeeded to Dropped.
 type State uint32
 
 const (
@@ -22,14 +22,15 @@ const (
 	// Canceled: cancelled before it finished, by a hard stop, the end of the
 	// pool's context or its group's first error.
 	Canceled
-	// Rejected: not run; refused at submission or dropped from the queue by
-	// shutdown (ErrNotRun).
-	Rejected
+	// Dropped: accepted, then removed from the queue by shutdown without
+	// running (ErrNotRun). A task refused at submission has no state: it was
+	// never accepted, and Stats counts it as Rejected.
+	Dropped
 
 	completing // internal: a finisher has won and is writing the result
 )
 
-var stateNames = [...]string{"queued", "running", "succeeded", "failed", "panicked", "timed_out", "canceled", "rejected"}
+var stateNames = [...]string{"queued", "running", "succeeded", "failed", "panicked", "timed_out", "canceled", "dropped"}
 
 // String returns the state's lower-case name, as used in metric labels.
 func (s State) String() string {
@@ -40,7 +41,7 @@ func (s State) String() string {
 }
 
 // Terminal reports whether s is a final state.
-func (s State) Terminal() bool { return s >= Succeeded && s <= Rejected }
+func (s State) Terminal() bool { return s >= Succeeded && s <= Dropped }
 
 // Observation describes one finished task to the observer set with
 // WithObserver.

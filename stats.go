@@ -1,13 +1,19 @@
 package crew
 
-import "sync/atomic"
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+)
 
 // Stats is a snapshot of a pool's state and counts. The counts only grow;
 // for any snapshot
 //
-//	Submitted == Succeeded + Failed + Panicked + TimedOut + Canceled + Rejected + InFlight()
+//	Submitted == Succeeded + Failed + Panicked + TimedOut + Canceled + Dropped + Rejected + InFlight()
 //
-// holds, where InFlight is the number of accepted tasks not yet terminal.
+// holds, where InFlight is the number of accepted tasks not yet terminal:
+// load shed at submission (Rejected) and accepted work lost to shutdown
+// (Dropped) are counted apart.
 type Stats struct {
 	// Workers is the number of live workers; Busy of those running a task.
 	Workers, Busy int
@@ -27,15 +33,37 @@ type Stats struct {
 	// Succeeded, Failed, Panicked, TimedOut and Canceled count tasks that
 	// reached that state.
 	Succeeded, Failed, Panicked, TimedOut, Canceled uint64
-	// Rejected counts tasks refused at submission (queue full, pool closed,
-	// context ended while waiting) and queued tasks dropped by shutdown.
+	// Dropped counts accepted tasks that shutdown removed from the queue
+	// without running them (ErrNotRun).
+	Dropped uint64
+	// Rejected counts tasks refused at submission, never accepted: queue
+	// full, pool closed, context ended while waiting for room.
 	Rejected uint64
 }
 
 // InFlight is the number of accepted tasks not yet terminal: queued or
 // running.
 func (s Stats) InFlight() uint64 {
-	return s.Submitted - s.Succeeded - s.Failed - s.Panicked - s.TimedOut - s.Canceled - s.Rejected
+	return s.Submitted - s.Succeeded - s.Failed - s.Panicked - s.TimedOut - s.Canceled - s.Dropped - s.Rejected
+}
+
+// String formats the snapshot for a log line or a test failure.
+func (s Stats) String() string {
+	return fmt.Sprintf("workers %d/%d busy %d queued %d/%d waiting %d paused %v closed %v | submitted %d succeeded %d failed %d panicked %d timed_out %d canceled %d dropped %d rejected %d in_flight %d",
+		s.Workers, s.MaxWorkers, s.Busy, s.Queued, s.QueueCapacity, s.Waiting, s.Paused, s.Closed,
+		s.Submitted, s.Succeeded, s.Failed, s.Panicked, s.TimedOut, s.Canceled, s.Dropped, s.Rejected, s.InFlight())
+}
+
+// LogValue makes a snapshot a group of named fields in log/slog.
+func (s Stats) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("workers", s.Workers), slog.Int("busy", s.Busy), slog.Int("max_workers", s.MaxWorkers),
+		slog.Int("queued", s.Queued), slog.Int("queue_capacity", s.QueueCapacity), slog.Int("waiting", s.Waiting),
+		slog.Bool("paused", s.Paused), slog.Bool("closed", s.Closed),
+		slog.Uint64("submitted", s.Submitted), slog.Uint64("succeeded", s.Succeeded), slog.Uint64("failed", s.Failed),
+		slog.Uint64("panicked", s.Panicked), slog.Uint64("timed_out", s.TimedOut), slog.Uint64("canceled", s.Canceled),
+		slog.Uint64("dropped", s.Dropped), slog.Uint64("rejected", s.Rejected), slog.Uint64("in_flight", s.InFlight()),
+	)
 }
 
 // Stats returns a snapshot of the pool. It takes the worker set's lock once
@@ -46,9 +74,8 @@ func (p *Pool) Stats() Stats {
 	// submission, so the snapshot never shows more finished than submitted.
 	parked := p.workers.addCounts(&s)
 	p.counts.addTo(&s)
-	refused := p.counts.refused.Load()
-	s.Rejected += refused
-	s.Submitted = p.q.pushes() + refused
+	s.Rejected = p.counts.refused.Load()
+	s.Submitted = p.q.pushes() + s.Rejected
 
 	s.Workers = int(p.workers.alive())
 	s.Busy = max(0, s.Workers-parked-int(p.workers.spinning.Load()))
@@ -69,7 +96,7 @@ type counters struct {
 	panicked  atomic.Uint64
 	timedOut  atomic.Uint64
 	canceled  atomic.Uint64
-	rejected  atomic.Uint64 // accepted, then dropped by shutdown
+	dropped   atomic.Uint64 // accepted, then dropped by shutdown
 	refused   atomic.Uint64 // refused at submission: full, closed, ctx ended
 	_         [8]byte
 }
@@ -86,8 +113,8 @@ func (c *counters) count(s State) {
 		c.timedOut.Add(1)
 	case Canceled:
 		c.canceled.Add(1)
-	case Rejected:
-		c.rejected.Add(1)
+	case Dropped:
+		c.dropped.Add(1)
 	}
 }
 
@@ -97,7 +124,7 @@ func (c *counters) addTo(s *Stats) {
 	s.Panicked += c.panicked.Load()
 	s.TimedOut += c.timedOut.Load()
 	s.Canceled += c.canceled.Load()
-	s.Rejected += c.rejected.Load()
+	s.Dropped += c.dropped.Load()
 }
 
 func (c *counters) fold(from *counters) {
@@ -106,5 +133,5 @@ func (c *counters) fold(from *counters) {
 	c.panicked.Add(from.panicked.Load())
 	c.timedOut.Add(from.timedOut.Load())
 	c.canceled.Add(from.canceled.Load())
-	c.rejected.Add(from.rejected.Load())
+	c.dropped.Add(from.dropped.Load())
 }

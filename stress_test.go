@@ -18,7 +18,7 @@ import (
 // terminal task once, task functions record how many of them run at once.
 type ledger struct {
 	mu       sync.Mutex
-	observed [crew.Rejected + 1]uint64
+	observed [crew.Dropped + 1]uint64
 	gauge
 	bound    atomic.Int64 // the largest bound ever set
 	accepted atomic.Int64
@@ -169,7 +169,7 @@ func stressRound(t *testing.T, seed uint64) {
 					boundMu.Unlock()
 				case op < 99:
 					s := p.Stats()
-					if s.Submitted < s.Succeeded+s.Failed+s.Panicked+s.TimedOut+s.Canceled+s.Rejected {
+					if s.Submitted < s.Succeeded+s.Failed+s.Panicked+s.TimedOut+s.Canceled+s.Dropped+s.Rejected {
 						t.Errorf("snapshot shows more finished than submitted: %+v", s)
 					}
 				default:
@@ -266,9 +266,9 @@ func stressRound(t *testing.T, seed uint64) {
 	refused := s.Submitted - uint64(l.accepted.Load())
 	want := crew.Stats{
 		Succeeded: byState[crew.Succeeded], Failed: byState[crew.Failed], Panicked: byState[crew.Panicked],
-		TimedOut: byState[crew.TimedOut], Canceled: byState[crew.Canceled], Rejected: byState[crew.Rejected] + refused,
+		TimedOut: byState[crew.TimedOut], Canceled: byState[crew.Canceled], Dropped: byState[crew.Dropped], Rejected: refused,
 	}
-	got := crew.Stats{Succeeded: s.Succeeded, Failed: s.Failed, Panicked: s.Panicked, TimedOut: s.TimedOut, Canceled: s.Canceled, Rejected: s.Rejected}
+	got := crew.Stats{Succeeded: s.Succeeded, Failed: s.Failed, Panicked: s.Panicked, TimedOut: s.TimedOut, Canceled: s.Canceled, Dropped: s.Dropped, Rejected: s.Rejected}
 	if got != want || s.InFlight() != 0 {
 		t.Fatalf("counts %+v, observed %+v, in flight %d", got, want, s.InFlight())
 	}

@@ -2,9 +2,9 @@ package crew_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"

@@ -272,12 +272,12 @@ func (w *worker) runGroup(it *item) {
 	// As in runTask: a hard stop sets the level, then cancels the groups of
 	// running functions; we publish the group, then look at the level.
 	w.group.Store(g)
-	state, err := g.run(it.efn, it.name, p.level.Load() >= levelHard)
+	state, err, pe := g.run(it.efn, it.name, p.level.Load() >= levelHard)
 	w.group.Store(nil)
-	g.complete(state, err, &w.counts)
-	if state == Panicked {
-		p.panicked(err.(*PanicError))
+	if pe != nil { // reported before the group's waiters are released
+		p.panicked(pe)
 	}
+	g.complete(state, err, &w.counts)
 	if p.cfg.observer != nil {
 		o := Observation{Name: it.name, Wait: w.began - it.enq, State: state}
 		if state != Canceled {

@@ -54,8 +54,12 @@ func WithTaskMetrics(m *TaskMetrics) CollectorOption {
 	})
 }
 
-// outcomes are the terminal states in the order of the outcome label values.
-var outcomes = [...]crew.State{crew.Succeeded, crew.Failed, crew.Panicked, crew.TimedOut, crew.Canceled, crew.Rejected}
+// outcomes are the outcome label values: the terminal states of accepted
+// tasks, then rejected for refusals at submission.
+var outcomes = [...]string{
+	crew.Succeeded.String(), crew.Failed.String(), crew.Panicked.String(), crew.TimedOut.String(),
+	crew.Canceled.String(), crew.Dropped.String(), "rejected",
+}
 
 // NewCollector returns a collector over pool. It returns an error wrapping
 // crew.ErrInvalidOption for a nil pool or option, and for a TaskMetrics
@@ -87,7 +91,7 @@ func NewCollector(pool *crew.Pool, opts ...CollectorOption) (*Collector, error) 
 	c.queueCapacity = desc("queue_capacity", "Largest number of tasks the queue holds.")
 	c.waiting = desc("submitters_waiting", "Number of submitters blocked until the queue has room.")
 	c.submitted = desc("tasks_submitted_total", "Tasks submitted, accepted or refused.")
-	c.outcomes = desc("tasks_total", "Tasks that reached a terminal state, by outcome; rejected counts refusals at submission and tasks dropped by shutdown.", "outcome")
+	c.outcomes = desc("tasks_total", "Tasks by outcome: a terminal state of an accepted task (dropped: removed from the queue by shutdown), or rejected: refused at submission.", "outcome")
 	c.run = desc("task_run_seconds", "Time task functions ran, by task name.", "task")
 	c.wait = desc("task_wait_seconds", "Time tasks waited in the queue before they started or were dropped, by task name.", "task")
 	return c, nil
@@ -122,9 +126,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.queueCapacity, s.QueueCapacity)
 	gauge(c.waiting, s.Waiting)
 	ch <- prometheus.MustNewConstMetric(c.submitted, prometheus.CounterValue, float64(s.Submitted))
-	counts := [len(outcomes)]uint64{s.Succeeded, s.Failed, s.Panicked, s.TimedOut, s.Canceled, s.Rejected}
-	for i, state := range outcomes {
-		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(counts[i]), state.String())
+	counts := [len(outcomes)]uint64{s.Succeeded, s.Failed, s.Panicked, s.TimedOut, s.Canceled, s.Dropped, s.Rejected}
+	for i, outcome := range outcomes {
+		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(counts[i]), outcome)
 	}
 	if c.tasks != nil {
 		c.tasks.collect(ch, c.run, c.wait)

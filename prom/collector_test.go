@@ -44,11 +44,12 @@ crew_submitters_waiting{pool="orders"} 3
 # HELP crew_tasks_submitted_total Tasks submitted, accepted or refused.
 # TYPE crew_tasks_submitted_total counter
 crew_tasks_submitted_total{pool="orders"} 13
-# HELP crew_tasks_total Tasks that reached a terminal state, by outcome; rejected counts refusals at submission and tasks dropped by shutdown.
+# HELP crew_tasks_total Tasks by outcome: a terminal state of an accepted task (dropped: removed from the queue by shutdown), or rejected: refused at submission.
 # TYPE crew_tasks_total counter
 crew_tasks_total{outcome="canceled",pool="orders"} 0
 crew_tasks_total{outcome="failed",pool="orders"} 1
 crew_tasks_total{outcome="panicked",pool="orders"} 1
+crew_tasks_total{outcome="dropped",pool="orders"} 0
 crew_tasks_total{outcome="rejected",pool="orders"} 1
 crew_tasks_total{outcome="succeeded",pool="orders"} 3
 crew_tasks_total{outcome="timed_out",pool="orders"} 1
@@ -90,7 +91,7 @@ crew_workers_max{pool="orders"} 2
 }
 
 // TestCollectorOutcomesAfterShutdown checks that tasks dropped by a soft
-// shutdown are counted as rejected, observed for their wait and not for a
+// shutdown are counted as dropped, apart from refusals, observed for their wait and not for a
 // run time.
 func TestCollectorOutcomesAfterShutdown(t *testing.T) {
 	s := newScene(t, "batch", 1, 3, 0)
@@ -103,9 +104,9 @@ func TestCollectorOutcomesAfterShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.pool.Shutdown(t.Context(), crew.Soft) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.pool.Stats().Rejected < 4 {
+	for s.pool.Stats().Dropped < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("rejected: %d, want 4", s.pool.Stats().Rejected)
+			t.Fatalf("dropped: %d, want 3", s.pool.Stats().Dropped)
 		}
 		runtime.Gosched()
 	}
@@ -114,12 +115,13 @@ func TestCollectorOutcomesAfterShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = `
-# HELP crew_tasks_total Tasks that reached a terminal state, by outcome; rejected counts refusals at submission and tasks dropped by shutdown.
+# HELP crew_tasks_total Tasks by outcome: a terminal state of an accepted task (dropped: removed from the queue by shutdown), or rejected: refused at submission.
 # TYPE crew_tasks_total counter
 crew_tasks_total{outcome="canceled",pool="batch"} 0
 crew_tasks_total{outcome="failed",pool="batch"} 1
 crew_tasks_total{outcome="panicked",pool="batch"} 1
-crew_tasks_total{outcome="rejected",pool="batch"} 4
+crew_tasks_total{outcome="dropped",pool="batch"} 3
+crew_tasks_total{outcome="rejected",pool="batch"} 1
 crew_tasks_total{outcome="succeeded",pool="batch"} 4
 crew_tasks_total{outcome="timed_out",pool="batch"} 1
 # HELP crew_workers Number of live worker goroutines.
@@ -158,8 +160,8 @@ func TestCollectorWithoutTaskMetricsHasNoHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 8+5 { // 8 metrics, tasks_total has 6 series
-		t.Errorf("series: %d, want 13", n)
+	if n := testutil.CollectAndCount(c); n != 7+7 { // 7 other metrics, tasks_total has 7 series
+		t.Errorf("series: %d, want 14", n)
 	}
 	if n := testutil.CollectAndCount(c, "crew_task_run_seconds", "crew_task_wait_seconds"); n != 0 {
 		t.Errorf("histogram series without TaskMetrics: %d, want 0", n)

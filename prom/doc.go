@@ -23,7 +23,7 @@
 //	crew_queue_capacity          gauge      the most tasks the queue holds
 //	crew_submitters_waiting      gauge      submitters blocked for room in the queue
 //	crew_tasks_submitted_total   counter    tasks submitted, accepted or refused
-//	crew_tasks_total{outcome}    counter    succeeded, failed, panicked, timed_out, canceled, rejected
+//	crew_tasks_total{outcome}    counter    succeeded, failed, panicked, timed_out, canceled, dropped, rejected
 //	crew_task_run_seconds{task}  histogram  time task functions ran
 //	crew_task_wait_seconds{task} histogram  time tasks waited in the queue
 //

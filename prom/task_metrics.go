@@ -128,7 +128,7 @@ func NewTaskMetrics(opts ...TaskMetricsOption) (*TaskMetrics, error) {
 }
 
 // Observe records one finished task: its queue wait always, and its run time
-// if its function ran (every outcome but rejected, and cancelled before it
+// if its function ran (every outcome but dropped, and cancelled before it
 // started). Give it to the pool with crew.WithObserver.
 func (m *TaskMetrics) Observe(o crew.Observation) {
 	h := m.unnamed
@@ -142,11 +142,11 @@ func (m *TaskMetrics) Observe(o crew.Observation) {
 }
 
 // ran reports whether the task's function was called. The observation has
-// no flag for it: a task rejected never runs, and a cancelled one that never
+// no flag for it: a task dropped never runs, and a cancelled one that never
 // started has a zero run time.
 func ran(o crew.Observation) bool {
 	switch o.State {
-	case crew.Rejected:
+	case crew.Dropped:
 		return false
 	case crew.Canceled:
 		return o.Run > 0

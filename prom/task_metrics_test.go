@@ -48,7 +48,7 @@ func TestTaskMetricsExposeExactHistograms(t *testing.T) {
 		// inclusive: 1 ms falls in le="0.001", 100 ms in le="0.1".
 		{Name: "c", Wait: ms, Run: 100 * ms, State: crew.TimedOut},
 		// Never ran: its wait counts, its run does not.
-		{Name: "other", Wait: 0, State: crew.Rejected},
+		{Name: "other", Wait: 0, State: crew.Dropped},
 		{Name: "d", Wait: 3 * ms, State: crew.Canceled},
 		// Cancelled while running: both count.
 		{Name: "a", Wait: ms, Run: ms, State: crew.Canceled},
