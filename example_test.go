@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"sync"
 	"time"
 
@@ -153,4 +154,37 @@ func ExamplePool_Resize() {
 	_ = pool.Resize(8)
 	fmt.Println(pool.Stats().MaxWorkers, pool.Resize(0) != nil)
 	// Output: 8 true
+}
+
+func ExampleMap() {
+	pool, err := crew.New(crew.WithWorkers(4)) // at most 4 at once; GOMAXPROCS by default
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+
+	squares, err := crew.Map(context.Background(), pool, []int{1, 2, 3, 4},
+		func(_ context.Context, n int) (int, error) { return n * n, nil })
+	fmt.Println(squares, err)
+	// Output: [1 4 9 16] <nil>
+}
+
+func ExampleIndexError() {
+	pool, _ := crew.New(crew.WithWorkers(2))
+	defer pool.Close()
+	err := crew.ForEach(context.Background(), pool, []string{"a", "", "c", ""},
+		func(_ context.Context, s string) error {
+			if s == "" {
+				return errors.New("empty")
+			}
+			return nil
+		}, crew.JoinErrors())
+	var ie *crew.IndexError
+	errors.As(err, &ie) // the first in input order
+	fmt.Println(ie.Index, ie.Err)
+	fmt.Println(err)
+	// Output:
+	// 1 empty
+	// crew: element 1: empty
+	// crew: element 3: empty
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Runs the tests of every module in the repository with the race detector.
-# Usage: ./test.sh            (all modules)
-#        ./test.sh prom bench (some modules, by directory)
+# The full test run, what CI runs (after .ci/install): go vet and
+# go test -race in every module, then a 30 s fuzz run of the core and a
+# quick run of the benchmark suite (that its scenarios still run and draw).
+# Usage: ./test.sh            (everything)
+#        ./test.sh prom bench (some modules, by directory; no fuzz, no bench run)
+# The core alone, fast on a cold cache: go test -race .
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ $# -gt 0 ]; then
@@ -13,3 +16,9 @@ for dir in "${mods[@]}"; do
   echo "== $dir"
   (cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m ./...)
 done
+if [ $# -eq 0 ]; then
+  echo "== fuzz: FuzzPoolOperations, 30s"
+  go test -run '^$' -fuzz '^FuzzPoolOperations$' -fuzztime 30s .
+  echo "== bench: crewbench -quick"
+  (cd bench && go run ./cmd/crewbench -quick -out "$(mktemp -d)")
+fi
