@@ -185,7 +185,7 @@ func (p *Pool) offer(it *item) pushResult {
 	}
 	r := p.q.push(it)
 	if r == pushed {
-		p.workers.notify()
+		p.workers.notify(false)
 	}
 	return r
 }

@@ -18,7 +18,8 @@ type worker struct {
 	wake     chan struct{} // one token per wake-up from the idle stack
 	parkedAt time.Duration // since the pool's epoch; guarded by workerSet.mu
 	retired  bool          // set by the reaper before its token; guarded by workerSet.mu
-	looking  bool          // counted in workerSet.spinning
+	looking  bool          // counted in workerSet.spinning: a looker (rule 3)
+	looker   bool          // woken as a looker; guarded by workerSet.mu
 	mark     time.Duration // the observer's last clock reading, at a task's end
 	fresh    bool          // the worker went straight on since mark
 	began    time.Duration // the running task's start, for the observer
@@ -63,7 +64,7 @@ func (w *worker) take(it *item) bool {
 			if w.looking {
 				w.stopLooking()
 				if p.q.ready() {
-					ws.notify() // rule 3: hand on
+					ws.notify(true) // rule 3: hand on
 				}
 			}
 			if p.submitters.count.Load() > 0 {
@@ -126,14 +127,10 @@ func (w *worker) park() bool {
 	ws := &w.p.workers
 	ws.park(w)
 	if w.hasWork() && ws.unpark(w) { // rule 4: publish, then look
-		// A pusher that found us parked may have failed to wake us
-		// because we were leaving: we look on its behalf (rule 3).
-		w.looking = true
-		ws.spinning.Add(1)
 		return true
 	}
-	<-w.wake // whoever took us off the stack sends a token, and counted us
-	w.looking = true
+	<-w.wake // whoever took us off the stack sends a token
+	w.looking = w.looker // and counted us if it woke us as a looker
 	if !w.retired {
 		return true
 	}

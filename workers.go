@@ -19,25 +19,26 @@ import (
 //     goexit). Hence at most max task functions run at once (invariant 2).
 //  2. Notify after push. Whoever makes a task runnable (a push, Resume,
 //     Resize, a stop) then calls notify or kick: unless the pool is paused
-//     or a worker is spinning, it wakes a parked worker, else starts one if a
-//     slot is free, else every slot is taken by a worker that will look at
-//     the queue before it parks or retires (rules 4 and 5).
-//  3. Hand on. A looker (a worker counted as spinning, rule 4) that takes a
-//     task and sees another one ready calls notify before it runs its own.
-//     So one looker per burst is enough: each looker that finds work
-//     recruits the next, as the Go scheduler's spinning threads do, until
-//     the queue is empty or every slot runs a task. A worker going straight
-//     from one task to the next was no one's looker and wakes no one: every
-//     task it sees queued was covered by its pusher's notify. (Before this
-//     rule counted started and woken workers as lookers, a burst into a warm
+//     or a looker is counted (rule 3), it wakes a parked worker, else starts
+//     one if a slot is free, else every slot is taken by a worker that will
+//     look at the queue before it parks or retires (rules 4 and 5). The
+//     worker so recruited covers that one push and owes nothing more.
+//  3. Lookers hand on. A looker is a worker counted in spinning: one
+//     spinning before it parks, or one woken or started by another looker.
+//     A push that sees a looker relies on it instead of recruiting, so a
+//     looker that takes a task and sees another one ready calls notify as a
+//     looker before it runs its own: each looker that finds work recruits
+//     the next, as the Go scheduler's spinning threads do, until the queue
+//     is empty or every slot runs a task. (When the looker a burst relied on
+//     handed on once and the worker it woke did not, a burst into a warm
 //     pool ran on one or two workers while the others slept.)
-//  4. Publish, then look. A worker counts as spinning from the moment it is
-//     started or woken (the waker counts it) until it holds a task or
-//     parks, and as parked before its last look at the queue; notify reads
-//     those counts after its push. Of the pusher and the worker, at least
-//     one sees the other. A spinner stops counting before it looks again
-//     (rule 3 after a pop, rule 4 before it parks, rule 5 before it exits),
-//     so a notify that relied on it is never lost.
+//  4. Publish, then look. A looker counts from the moment it spins, or its
+//     waker counts it, until it holds a task or parks; a worker counts as
+//     parked before its last look at the queue; notify reads those counts
+//     after its push. Of the pusher and the worker, at least one sees the
+//     other. A looker stops counting before it looks again (rule 3 after a
+//     pop, rule 4 before it parks, rule 5 before it exits), so a push that
+//     relied on it is never lost.
 //  5. Give up a slot, then look. A worker that gives up its slot (retired by
 //     the reaper, or surplus after Resize) looks at the queue afterwards and
 //     takes a slot back if there is work and room (reclaim), because a
@@ -59,10 +60,9 @@ type workerSet struct {
 
 	// Written by workers each time they run out of work.
 	_ [48]byte
-	// spinning counts the workers looking for work: started or woken and
-	// not yet holding a task, or looking again before they park. A waker
-	// adds one for the worker it wakes, which takes it off when it stops
-	// looking, so that a burst of pushes wakes one looker, not one each.
+	// spinning counts the lookers (rule 3): workers spinning before they
+	// park, and workers woken or started by a looker, counted by their waker
+	// until they hold a task.
 	spinning atomic.Int32
 	parked   atomic.Int32 // workers on the idle stack
 	_        [56]byte
@@ -90,15 +90,16 @@ func (ws *workerSet) init(p *Pool, max int) {
 // alive is the number of live workers.
 func (ws *workerSet) alive() int64 { return int64(ws.ctl.Load() &^ terminatedBit) }
 
-// notify makes sure a worker will see a task just made runnable (rule 2).
-func (ws *workerSet) notify() {
+// notify makes sure a worker will see a task just made runnable (rule 2);
+// looker says whether the worker it recruits must hand on (rule 3).
+func (ws *workerSet) notify(looker bool) {
 	if ws.p.paused.Load() || ws.spinning.Load() > 0 {
 		return
 	}
-	if ws.parked.Load() > 0 && ws.wakeOne() {
+	if ws.parked.Load() > 0 && ws.wakeOne(looker) {
 		return
 	}
-	ws.spawn()
+	ws.spawn(looker)
 }
 
 // kick starts or wakes as many workers as the queue can keep busy: after
@@ -109,14 +110,15 @@ func (ws *workerSet) kick() {
 		return
 	}
 	for n := p.q.len(); n > 0; n-- {
-		if !(ws.parked.Load() > 0 && ws.wakeOne()) && !ws.spawn() {
+		if !(ws.parked.Load() > 0 && ws.wakeOne(false)) && !ws.spawn(false) {
 			return
 		}
 	}
 }
 
-// wakeOne wakes the most recently parked worker, if any.
-func (ws *workerSet) wakeOne() bool {
+// wakeOne wakes the most recently parked worker, if any, as a looker or
+// not.
+func (ws *workerSet) wakeOne(looker bool) bool {
 	ws.mu.Lock()
 	n := len(ws.idle)
 	if n == 0 {
@@ -127,7 +129,10 @@ func (ws *workerSet) wakeOne() bool {
 	ws.idle[n-1] = nil
 	ws.idle = ws.idle[:n-1]
 	ws.parked.Add(-1)
-	ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	if looker {
+		ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	}
+	w.looker = looker
 	ws.mu.Unlock()
 	w.wake <- struct{}{}
 	return true
@@ -140,20 +145,22 @@ func (ws *workerSet) wakeAll() {
 	idle := ws.idle
 	ws.idle = nil
 	ws.parked.Add(-int32(len(idle)))
-	ws.spinning.Add(int32(len(idle)))
 	ws.mu.Unlock()
 	for _, w := range idle {
 		w.wake <- struct{}{}
 	}
 }
 
-// spawn starts a worker if a slot is free and the pool has not terminated.
-func (ws *workerSet) spawn() bool {
+// spawn starts a worker, as a looker or not, if a slot is free and the
+// pool has not terminated.
+func (ws *workerSet) spawn(looker bool) bool {
 	if !ws.takeSlot() {
 		return false
 	}
-	w := &worker{p: ws.p, wake: make(chan struct{}, 1), looking: true}
-	ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	w := &worker{p: ws.p, wake: make(chan struct{}, 1), looking: looker}
+	if looker {
+		ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
+	}
 	ws.goroutines.Add(1)
 	ws.mu.Lock()
 	ws.all[w] = struct{}{}
@@ -207,7 +214,7 @@ func (ws *workerSet) reclaim() bool {
 	if ws.takeSlot() {
 		return true
 	}
-	ws.notify()
+	ws.notify(true)
 	return false
 }
 
@@ -217,6 +224,7 @@ func (ws *workerSet) park(w *worker) {
 	ws.mu.Lock()
 	w.parkedAt = time.Since(ws.p.epoch)
 	w.retired = false
+	w.looker = false
 	ws.idle = append(ws.idle, w)
 	ws.parked.Add(1)
 	if !ws.reaping {
@@ -268,7 +276,6 @@ func (ws *workerSet) reap() {
 	}
 	ws.idle = slices.Delete(ws.idle, 0, n)
 	ws.parked.Add(-int32(n))
-	ws.spinning.Add(int32(n))
 	if len(ws.idle) > 0 {
 		ws.armReaper(ws.idle[0].parkedAt + idleTimeout - now)
 	} else {
