@@ -28,6 +28,7 @@ type Group struct {
 	watch  bool // the parent context can end: Wait must watch the group's
 	join   bool
 	limit  int64
+	name   string // of tasks given without one
 
 	pending atomic.Int64 // accepted, not finished
 	waiters atomic.Int32 // Go calls waiting for the limit
@@ -72,6 +73,16 @@ func Limit(n int) GroupOption {
 		}
 		g.limit = int64(n)
 		g.slot = make(chan struct{}, 1)
+		return nil
+	})
+}
+
+// NameTasks names every task of the group that has no name of its own
+// (Named): the way to name the tasks of Map, ForEach and their Seq forms,
+// in metrics, observations, panic errors and logs.
+func NameTasks(name string) GroupOption {
+	return groupOptionFunc(func(g *Group) error {
+		g.name = name
 		return nil
 	})
 }
@@ -152,6 +163,9 @@ func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 	}
 	if err := g.acquire(block); err != nil {
 		return err
+	}
+	if tc.name == "" {
+		tc.name = g.name
 	}
 	it := item{g: g, efn: fn, name: tc.name}
 	var err error

@@ -622,3 +622,35 @@ func TestLimitAboveBoundIsLogged(t *testing.T) {
 		t.Fatalf("warned %d times, want once", warned)
 	}
 }
+
+// TestNameTasksNamesMapTasks: NameTasks names every task of a Map in the
+// observer and in a panic's error; Named on a task still wins in a group.
+func TestNameTasksNamesMapTasks(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string]int{}
+	p := newPool(t, crew.WithObserver(func(o crew.Observation) {
+		mu.Lock()
+		names[o.Name]++
+		mu.Unlock()
+	}))
+	_, err := crew.Map(t.Context(), p, []int{1, 2, 3}, func(_ context.Context, n int) (int, error) {
+		if n == 3 {
+			panic("three")
+		}
+		return n, nil
+	}, crew.NameTasks("square"), crew.JoinErrors())
+	var pe *crew.PanicError
+	if !errors.As(err, &pe) || pe.Task != "square" {
+		t.Fatalf("Map = %v, want a panic of task square", err)
+	}
+	g, _ := crew.NewGroup(t.Context(), p, crew.NameTasks("default"))
+	_ = g.Go(func() error { return nil }, crew.Named("own"))
+	_ = g.Go(func() error { return nil })
+	_ = g.Wait()
+	_ = p.Shutdown(t.Context(), crew.Drain)
+	mu.Lock()
+	defer mu.Unlock()
+	if names["square"] != 3 || names["own"] != 1 || names["default"] != 1 {
+		t.Fatalf("observed names %v", names)
+	}
+}

@@ -1,0 +1,21 @@
+// Command crewd is crew's reference service: an HTTP API that runs online
+// batches (POST /v1/factorial) and background jobs (POST /v1/jobs) on a
+// bounded crew pool, with probes, Prometheus metrics and pprof on an admin
+// listener, and the stop sequence a Kubernetes pod needs on SIGTERM.
+//
+// Run crewd -h for every setting; each flag has a CREW_* variable.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/crew-go/crew/service/internal/app"
+)
+
+func main() {
+	stop := make(chan os.Signal, 2)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	os.Exit(app.Main(os.Args[1:], os.Getenv, stop, os.Stdout, os.Stderr))
+}

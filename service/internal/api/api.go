@@ -1,0 +1,250 @@
+// Package api is crewd's HTTP API: the online mode (POST /v1/factorial, a
+// group of tasks per request), the background mode (POST /v1/jobs, GET
+// /v1/jobs/{id}) and the probes. Every error is a JSON body
+// {"error": "..."} with the status that says what to do about it.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"math/bits"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/jobs"
+)
+
+// API serves crewd's endpoints.
+type API struct {
+	Pool           *crew.Pool
+	Jobs           jobs.Runner
+	MaxNumbers     int
+	MaxBody        int64
+	RequestTimeout time.Duration
+	RetryAfter     time.Duration
+	Log            *slog.Logger
+	Metrics        *Metrics // may be nil
+
+	// Factorial computes the numbers' factorials for the online mode:
+	// crew by default; the benchmark swaps in errgroup and a goroutine per
+	// number.
+	Factorial func(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, error)
+
+	stopping atomic.Bool
+}
+
+// SetStopping makes /readyz fail from now on: the first step of a stop.
+func (a *API) SetStopping() { a.stopping.Store(true) }
+
+// Handler returns the routes, with request ids, panic recovery, metrics
+// and a debug access log around them.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern string, methods map[string]http.HandlerFunc) {
+		allow := ""
+		for m := range methods {
+			if allow != "" {
+				allow += ", "
+			}
+			allow += m
+		}
+		mux.Handle(pattern, a.wrap(pattern, func(w http.ResponseWriter, r *http.Request) {
+			h, ok := methods[r.Method]
+			if !ok && r.Method == http.MethodHead {
+				h, ok = methods[http.MethodGet]
+			}
+			if !ok {
+				w.Header().Set("Allow", allow)
+				a.fail(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
+				return
+			}
+			h(w, r)
+		}))
+	}
+	route("/v1/factorial", map[string]http.HandlerFunc{http.MethodPost: a.factorial})
+	route("/v1/jobs", map[string]http.HandlerFunc{http.MethodPost: a.postJob})
+	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob})
+	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
+	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
+	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
+		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+	}))
+	return mux
+}
+
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if a.stopping.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "stopping"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type factorialRequest struct {
+	Numbers []int `json:"numbers"`
+}
+
+// factorialResponse's Sum is a JSON number; a sum past the uint64 range
+// (more than seven factorials of 20) is written exactly, from 128 bits.
+type factorialResponse struct {
+	Sum   json.Number `json:"sum"`
+	Count int         `json:"count"`
+}
+
+// factorial is the goapp worker-pool article's load test: one task per
+// number, as a group on the pool, answering the sum of their factorials.
+func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
+	var req factorialRequest
+	if !a.decode(w, r, &req) {
+		return
+	}
+	if len(req.Numbers) > a.MaxNumbers {
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%d numbers: at most %d in one request", len(req.Numbers), a.MaxNumbers))
+		return
+	}
+	for i, n := range req.Numbers {
+		if n < 0 || n > jobs.MaxFactorial {
+			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("numbers[%d] = %d: want 0 to %d (%d! overflows a uint64)", i, n, jobs.MaxFactorial, jobs.MaxFactorial+1))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.RequestTimeout)
+	defer cancel()
+	compute := a.Factorial
+	if compute == nil {
+		compute = Factorials
+	}
+	fs, err := compute(ctx, a.Pool, req.Numbers)
+	if err != nil {
+		a.poolError(w, r, err)
+		return
+	}
+	var hi, lo uint64
+	for _, f := range fs {
+		var carry uint64
+		lo, carry = bits.Add64(lo, f, 0)
+		hi += carry
+	}
+	sum := json.Number(strconv.FormatUint(lo, 10))
+	if hi != 0 {
+		v := new(big.Int).Lsh(new(big.Int).SetUint64(hi), 64)
+		sum = json.Number(v.Or(v, new(big.Int).SetUint64(lo)).String())
+	}
+	writeJSON(w, http.StatusOK, factorialResponse{Sum: sum, Count: len(fs)})
+}
+
+// Factorials computes each number's factorial as a task of one group on
+// pool, waiting for queue room as long as ctx allows.
+func Factorials(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, error) {
+	return crew.Map(ctx, pool, numbers, factorialTask, crew.NameTasks("factorial"))
+}
+
+func factorialTask(_ context.Context, n int) (uint64, error) { return jobs.Factorial(n), nil }
+
+func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
+	var spec jobs.Spec
+	if !a.decode(w, r, &spec) {
+		return
+	}
+	rec, err := a.Jobs.Submit(r.Context(), spec)
+	var invalid *jobs.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		a.fail(w, r, http.StatusBadRequest, invalid.Error())
+		return
+	case errors.Is(err, jobs.ErrRecordsFull):
+		w.Header().Set("Retry-After", a.retryAfter())
+		a.fail(w, r, http.StatusServiceUnavailable, err.Error())
+		return
+	case err != nil:
+		a.poolError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
+	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+}
+
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rec, ok := a.Jobs.Get(id)
+	if !ok {
+		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// poolError answers for a task the pool would not take or finish.
+func (a *API) poolError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, crew.ErrClosed):
+		a.fail(w, r, http.StatusServiceUnavailable, "shutting down")
+	case errors.Is(err, crew.ErrQueueFull):
+		w.Header().Set("Retry-After", a.retryAfter())
+		a.fail(w, r, http.StatusServiceUnavailable, "queue full, retry later")
+	case errors.Is(err, context.DeadlineExceeded):
+		w.Header().Set("Retry-After", a.retryAfter())
+		a.fail(w, r, http.StatusServiceUnavailable, "no room in the queue within the request timeout, retry later")
+	case errors.Is(err, context.Canceled):
+		a.fail(w, r, 499, "client went away")
+	default:
+		a.fail(w, r, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func (a *API) retryAfter() string {
+	return strconv.Itoa(int((a.RetryAfter + time.Second - 1) / time.Second))
+}
+
+// decode reads one JSON value into v, strictly: unknown fields, trailing
+// data and bodies over the limit are refused with a clear answer.
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON value")
+	}
+	if err == nil {
+		if _, e := dec.Token(); e != io.EOF {
+			err = errors.New("trailing data after the JSON value")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
+	case errors.Is(err, io.EOF):
+		a.fail(w, r, http.StatusBadRequest, "empty body: want a JSON object")
+	default:
+		a.fail(w, r, http.StatusBadRequest, "malformed JSON: "+err.Error())
+	}
+	return false
+}
+
+func (a *API) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if code >= 500 && a.Log != nil {
+		a.Log.Warn("request failed", "request_id", requestID(r.Context()), "path", r.URL.Path, "status", code, "error", msg)
+	}
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

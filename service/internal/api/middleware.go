@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+)
+
+type ctxKey struct{}
+
+// requestID is the id of the request in ctx, for log lines.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}
+
+// validID accepts a caller's X-Request-Id if it is short and plain.
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter remembers the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// wrap gives a route its request id (the caller's X-Request-Id or a new
+// one, echoed back), turns a panic into a 500 JSON answer, counts the
+// request in the metrics under route and logs it at debug level.
+func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				if a.Log != nil {
+					a.Log.Error("handler panicked", "request_id", id, "path", r.URL.Path, "panic", v)
+				}
+				if sw.code == 0 {
+					a.fail(sw, r, http.StatusInternalServerError, "internal error")
+				}
+			}
+			if a.Metrics != nil {
+				a.Metrics.observe(route, r.Method, sw.code, time.Since(start))
+			}
+			if a.Log != nil {
+				a.Log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
+			}
+		}()
+		h(sw, r)
+	})
+}

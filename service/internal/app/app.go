@@ -1,0 +1,207 @@
+// Package app wires crewd together and runs it: listeners bound first (a
+// port in use is a start-up error), the pool, the API, the admin listener,
+// then the stop sequence a pod needs on SIGTERM.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/prom"
+	"github.com/crew-go/crew/service/internal/api"
+	"github.com/crew-go/crew/service/internal/config"
+	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1 // a listener failed while serving
+	ExitConfig = 2 // bad configuration, or a port that cannot be bound
+)
+
+// Main runs crewd with args and the environment read by getenv until a
+// signal on stop ends it, and returns the process's exit code. Logs go to
+// logOut as JSON lines; usage and configuration errors to errOut.
+func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logOut, errOut io.Writer) int {
+	cfg, err := config.Parse(args, getenv, errOut)
+	if errors.Is(err, config.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "crewd: %v\n", err)
+		return ExitConfig
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
+
+	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		fmt.Fprintf(errOut, "crewd: -http-addr %s: %v\n", cfg.HTTPAddr, err)
+		return ExitConfig
+	}
+	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		httpLn.Close()
+		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v\n", cfg.AdminAddr, err)
+		return ExitConfig
+	}
+	return run(cfg, log, httpLn, adminLn, stop)
+}
+
+func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal) int {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tasks, err := prom.NewTaskMetrics()
+	if err != nil {
+		panic(err) // no options: cannot fail
+	}
+	pool, err := crew.New(
+		crew.WithName("crewd"),
+		crew.WithWorkers(cfg.Workers),
+		crew.WithQueueSize(cfg.Queue),
+		crew.WithIdleTimeout(cfg.IdleTimeout),
+		crew.WithObserver(tasks.Observe),
+		crew.WithLogger(log),
+	)
+	if err != nil {
+		panic(err) // validated by config
+	}
+	collector, err := prom.NewCollector(pool, prom.WithTaskMetrics(tasks))
+	if err != nil {
+		panic(err)
+	}
+	reg.MustRegister(collector)
+	evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
+	}, []string{"reason"})
+	reg.MustRegister(evicted)
+	store := jobs.NewStore(cfg.JobRecords, cfg.JobRecordTTL, log, func(reason string, n int) {
+		evicted.WithLabelValues(reason).Add(float64(n))
+	})
+	a := &api.API{
+		Pool: pool,
+		Jobs: &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout},
+		MaxNumbers: cfg.MaxNumbers, MaxBody: cfg.MaxBody, RequestTimeout: cfg.RequestTimeout, RetryAfter: cfg.RetryAfter,
+		Log: log, Metrics: api.NewMetrics(reg),
+	}
+
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	admin := &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(httpLn) }()
+	go func() { served <- admin.Serve(adminLn) }()
+	log.Info("crewd started", "http", "http://"+httpLn.Addr().String(), "admin", "http://"+adminLn.Addr().String(),
+		"workers", cfg.Workers, "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
+		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String())
+
+	code := ExitOK
+	var sig os.Signal
+	select {
+	case sig = <-stop:
+	case err := <-served:
+		log.Error("listener failed", "error", err)
+		code = ExitFailed
+	}
+	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool)
+	summary(log, pool, store, stopped, code)
+	return code
+}
+
+// shutdown runs the stop sequence a pod needs, within cfg.ShutdownTimeout
+// from the signal: readiness off at once; the delay, so that endpoints
+// drop the pod while requests are still served; the API listener closed
+// and in-flight requests finished (http.Server.Shutdown); the pool stopped
+// in its mode with what is left of the deadline; the admin listener last,
+// so that /metrics answers throughout. A second signal cuts it short: the
+// pool stops hard at once and the servers close.
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	a.SetStopping()
+	log.Info("shutdown: readiness off", "signal", fmt.Sprint(sig), "delay", cfg.ShutdownDelay.String(), "deadline", cfg.ShutdownTimeout.String())
+	hard := make(chan struct{})
+	go func() {
+		select {
+		case s := <-stop:
+			log.Warn("shutdown: second signal, stopping hard", "signal", fmt.Sprint(s))
+			close(hard)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if sig != nil {
+		select {
+		case <-time.After(cfg.ShutdownDelay):
+		case <-hard:
+		}
+	}
+	log.Info("shutdown: closing the API listener, finishing requests")
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
+		srv.Close()
+	}
+	mode := cfg.ShutdownMode
+	select {
+	case <-hard:
+		mode = crew.Hard
+	default:
+	}
+	log.Info("shutdown: stopping the pool", "mode", mode.String(), "left", time.Until(deadlineOf(ctx)).Round(time.Millisecond).String())
+	err := pool.Shutdown(ctx, mode)
+	if err != nil && errors.Is(err, crew.ErrStuck) {
+		log.Warn("shutdown: task functions ignore cancellation", "error", err)
+	}
+	actx, acancel := context.WithTimeout(context.Background(), time.Second)
+	defer acancel()
+	_ = admin.Shutdown(actx)
+	log.Info("shutdown: done", "took", time.Since(start).Round(time.Millisecond).String())
+	return err
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// summary is the one line that says what the stop did: the pool's counts
+// and every job record's state.
+func summary(log *slog.Logger, pool *crew.Pool, store *jobs.Store, err error, code int) {
+	s := pool.Stats()
+	jobCounts := store.Counts()
+	args := []any{"exit_code", code, "pool", s}
+	for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.TimedOut, jobs.Canceled, jobs.NotRun} {
+		args = append(args, "jobs_"+string(st), jobCounts[st])
+	}
+	if err != nil {
+		args = append(args, "error", err.Error())
+	}
+	log.Info("crewd stopped", args...)
+}
+
+func adminMux(reg *prometheus.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}

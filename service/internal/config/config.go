@@ -1,0 +1,194 @@
+// Package config reads crewd's configuration from flags and CREW_*
+// environment variables, flags winning, and validates it before anything
+// starts.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crew-go/crew"
+)
+
+// Config is everything crewd can be told. Every field has a flag and a
+// CREW_ variable named after it (-shutdown-delay, CREW_SHUTDOWN_DELAY).
+type Config struct {
+	HTTPAddr  string // the API and the probes
+	AdminAddr string // /metrics and /debug/pprof/
+
+	Workers     int           // the pool's bound
+	Queue       int           // the pool's queue
+	IdleTimeout time.Duration // a worker idle this long exits
+
+	MaxNumbers     int           // numbers in one factorial request
+	MaxBody        int64         // bytes in one request body
+	RequestTimeout time.Duration // an online request's whole time
+	JobTimeout     time.Duration // a job's timeout unless it asks for less
+	MaxJobTimeout  time.Duration // the most a job may ask for
+	JobRecords     int           // job records kept at most
+	JobRecordTTL   time.Duration // a finished job's record is kept this long
+	RetryAfter     time.Duration // the Retry-After of a 503 for a full queue
+
+	ShutdownDelay   time.Duration     // readiness off before the listener closes
+	ShutdownTimeout time.Duration     // the whole stop, from SIGTERM to exit
+	ShutdownMode    crew.ShutdownMode // what the pool does with its work
+
+	LogLevel string // debug, info, warn, error
+}
+
+// Default is the configuration with nothing set: a pool as wide as
+// GOMAXPROCS (which follows the container's CPU quota), a stop that fits in
+// Kubernetes' default 30 s grace period.
+func Default() Config {
+	return Config{
+		HTTPAddr:        ":8080",
+		AdminAddr:       ":9090",
+		Workers:         runtime.GOMAXPROCS(0),
+		Queue:           crew.DefaultQueueSize,
+		IdleTimeout:     crew.DefaultIdleTimeout,
+		MaxNumbers:      4096,
+		MaxBody:         1 << 20,
+		RequestTimeout:  10 * time.Second,
+		JobTimeout:      30 * time.Second,
+		MaxJobTimeout:   5 * time.Minute,
+		JobRecords:      10000,
+		JobRecordTTL:    10 * time.Minute,
+		RetryAfter:      time.Second,
+		ShutdownDelay:   5 * time.Second,
+		ShutdownTimeout: 25 * time.Second,
+		ShutdownMode:    crew.DrainThenHard,
+		LogLevel:        "info",
+	}
+}
+
+// ErrHelp is returned by Parse for -h and -help, after the usage is written.
+var ErrHelp = flag.ErrHelp
+
+// Parse reads the configuration: defaults, then CREW_* variables from
+// getenv, then flags from args. The error says which setting is wrong and
+// why; the caller exits with status 2.
+func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	c := Default()
+	fs := flag.NewFlagSet("crewd", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	var mode string
+	str := func(p *string, name, help string) { fs.StringVar(p, name, *p, help+env(name)) }
+	num := func(p *int, name, help string) { fs.IntVar(p, name, *p, help+env(name)) }
+	dur := func(p *time.Duration, name, help string) { fs.DurationVar(p, name, *p, help+env(name)) }
+	str(&c.HTTPAddr, "http-addr", "address of the API and the probes (/healthz, /readyz)")
+	str(&c.AdminAddr, "admin-addr", "address of /metrics and /debug/pprof/")
+	num(&c.Workers, "workers", "the pool's bound: task functions running at once (default GOMAXPROCS, which follows the CPU quota)")
+	num(&c.Queue, "queue", "tasks that may wait for a worker; a full queue answers 503 with Retry-After")
+	dur(&c.IdleTimeout, "idle-timeout", "an idle worker exits after this")
+	num(&c.MaxNumbers, "max-numbers", "numbers in one POST /v1/factorial")
+	var maxBody = int(c.MaxBody)
+	num(&maxBody, "max-body", "bytes in one request body; more answers 413")
+	dur(&c.RequestTimeout, "request-timeout", "the whole time of an online request")
+	dur(&c.JobTimeout, "job-timeout", "a job's timeout unless it asks for one")
+	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout (or sleep) a job may ask for")
+	num(&c.JobRecords, "job-records", "job records kept at most; the oldest finished are evicted first")
+	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this")
+	dur(&c.RetryAfter, "retry-after", "Retry-After of a 503 answered for a full queue")
+	dur(&c.ShutdownDelay, "shutdown-delay", "on SIGTERM, readiness fails this long before the listener closes, so that endpoints drop the pod")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "the whole stop, from SIGTERM to exit; keep it under the pod's grace period minus the delay")
+	mode = c.ShutdownMode.String()
+	str(&mode, "shutdown-mode", "what the pool does with its work on SIGTERM: drain-then-hard, drain, soft, soft-then-hard, hard")
+	str(&c.LogLevel, "log-level", "debug, info, warn or error")
+
+	// Environment first, so that flags given on the command line win.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", envName(f.Name), v, cleanFlagErr(err))
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c.MaxBody = int64(maxBody)
+	m, err := ParseMode(mode)
+	if err != nil {
+		return c, err
+	}
+	c.ShutdownMode = m
+	return c, c.Validate()
+}
+
+func env(name string) string { return " (" + envName(name) + ")" }
+
+// envName is the variable of a flag: -shutdown-delay is CREW_SHUTDOWN_DELAY.
+func envName(flagName string) string {
+	return "CREW_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func cleanFlagErr(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return fmt.Errorf("not a number")
+	}
+	return err
+}
+
+// ParseMode reads a shutdown mode by its name.
+func ParseMode(s string) (crew.ShutdownMode, error) {
+	for m := crew.DrainThenHard; m <= crew.Hard; m++ {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("shutdown mode %q: want drain-then-hard, drain, soft, soft-then-hard or hard", s)
+}
+
+// Validate reports the first setting out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.HTTPAddr == "":
+		return errors.New("-http-addr: empty")
+	case c.AdminAddr == "":
+		return errors.New("-admin-addr: empty")
+	case c.Workers < 1:
+		return fmt.Errorf("-workers %d: want at least 1", c.Workers)
+	case c.Queue < 1 || c.Queue > crew.MaxQueueSize:
+		return fmt.Errorf("-queue %d: want 1 to %d", c.Queue, crew.MaxQueueSize)
+	case c.IdleTimeout <= 0:
+		return fmt.Errorf("-idle-timeout %v: want more than 0", c.IdleTimeout)
+	case c.MaxNumbers < 1:
+		return fmt.Errorf("-max-numbers %d: want at least 1", c.MaxNumbers)
+	case c.MaxBody < 64:
+		return fmt.Errorf("-max-body %d: want at least 64", c.MaxBody)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("-request-timeout %v: want more than 0", c.RequestTimeout)
+	case c.JobTimeout <= 0 || c.MaxJobTimeout < c.JobTimeout:
+		return fmt.Errorf("-job-timeout %v, -max-job-timeout %v: want 0 < job timeout <= max", c.JobTimeout, c.MaxJobTimeout)
+	case c.JobRecords < 1:
+		return fmt.Errorf("-job-records %d: want at least 1", c.JobRecords)
+	case c.JobRecordTTL <= 0:
+		return fmt.Errorf("-job-record-ttl %v: want more than 0", c.JobRecordTTL)
+	case c.RetryAfter < time.Second:
+		return fmt.Errorf("-retry-after %v: want at least 1s (the header counts seconds)", c.RetryAfter)
+	case c.ShutdownDelay < 0:
+		return fmt.Errorf("-shutdown-delay %v: want 0 or more", c.ShutdownDelay)
+	case c.ShutdownTimeout <= c.ShutdownDelay:
+		return fmt.Errorf("-shutdown-timeout %v: want more than -shutdown-delay %v", c.ShutdownTimeout, c.ShutdownDelay)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+// Package jobs is crewd's background mode: a job is a long task with a
+// timeout, accepted with an id (202) and looked up by it. The Runner
+// interface is what the HTTP API needs, so that a durable source can take
+// the pool's place without the API changing.
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crew-go/crew"
+)
+
+// Runner runs jobs and answers for their records.
+type Runner interface {
+	// Submit validates spec and accepts the job, or refuses it with an
+	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed or
+	// ErrRecordsFull.
+	Submit(ctx context.Context, spec Spec) (Record, error)
+	// Get returns the job's record, false for an unknown (or evicted) id.
+	Get(id string) (Record, bool)
+}
+
+// Spec is what a client asks for: {"kind":"sleep","duration":"50ms"} or
+// {"kind":"factorial","n":20}, with an optional "timeout".
+type Spec struct {
+	Kind     string   `json:"kind"`
+	Duration Duration `json:"duration,omitzero"`
+	N        *int     `json:"n,omitempty"`
+	Timeout  Duration `json:"timeout,omitzero"`
+}
+
+// Record is a job as GET /v1/jobs/{id} shows it.
+type Record struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	State   State     `json:"state"`
+	Result  any       `json:"result,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// State is a job's state; the terminal ones are all but Queued and Running.
+type State string
+
+const (
+	Queued    State = "queued"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	TimedOut  State = "timed_out"
+	Canceled  State = "canceled"
+	NotRun    State = "not_run" // accepted, then dropped by shutdown
+)
+
+// Terminal reports whether s is final.
+func (s State) Terminal() bool { return s != Queued && s != Running }
+
+// stateOf maps a task's state to the job's.
+func stateOf(s crew.State) State {
+	switch s {
+	case crew.Queued:
+		return Queued
+	case crew.Running:
+		return Running
+	case crew.Succeeded:
+		return Succeeded
+	case crew.TimedOut:
+		return TimedOut
+	case crew.Canceled:
+		return Canceled
+	case crew.Dropped:
+		return NotRun
+	}
+	return Failed // failed, panicked
+}
+
+// InvalidError is a job spec the API answers 400 for.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return "invalid job: " + e.Reason }
+
+// ErrRecordsFull refuses a job when every record kept is of a job not yet
+// finished: no record may be evicted, and a job without one could be lost
+// unseen.
+var ErrRecordsFull = errors.New("job records full: every record kept is of an unfinished job")
+
+// MaxFactorial is the largest n whose factorial fits in a uint64.
+const MaxFactorial = 20
+
+// Factorial returns n! for 0 <= n <= MaxFactorial.
+func Factorial(n int) uint64 {
+	f := uint64(1)
+	for i := 2; i <= n; i++ {
+		f *= uint64(i)
+	}
+	return f
+}
+
+// Validate checks spec against the largest timeout allowed and returns the
+// job's timeout (def when the spec gives none).
+func (s Spec) Validate(def, max time.Duration) (time.Duration, error) {
+	timeout := def
+	if s.Timeout != 0 {
+		timeout = time.Duration(s.Timeout)
+	}
+	if timeout <= 0 || timeout > max {
+		return 0, &InvalidError{fmt.Sprintf("timeout %v: want more than 0 and at most %v", timeout, max)}
+	}
+	switch s.Kind {
+	case "sleep":
+		if s.N != nil {
+			return 0, &InvalidError{`"n" is for factorial jobs`}
+		}
+		if d := time.Duration(s.Duration); d <= 0 || d > max {
+			return 0, &InvalidError{fmt.Sprintf("duration %v: want more than 0 and at most %v", d, max)}
+		}
+	case "factorial":
+		if s.Duration != 0 {
+			return 0, &InvalidError{`"duration" is for sleep jobs`}
+		}
+		if s.N == nil || *s.N < 0 || *s.N > MaxFactorial {
+			return 0, &InvalidError{fmt.Sprintf(`"n" from 0 to %d is required (%d! overflows a uint64)`, MaxFactorial, MaxFactorial+1)}
+		}
+	case "":
+		return 0, &InvalidError{`"kind" is required: sleep or factorial`}
+	default:
+		return 0, &InvalidError{fmt.Sprintf("kind %q: want sleep or factorial", s.Kind)}
+	}
+	return timeout, nil
+}
+
+// Run is the job's function: it honours ctx, which ends at the timeout or
+// on a hard stop.
+func (s Spec) Run(ctx context.Context) (any, error) {
+	switch s.Kind {
+	case "sleep":
+		t := time.NewTimer(time.Duration(s.Duration))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "factorial":
+		return Factorial(*s.N), nil
+	}
+	return nil, &InvalidError{"kind " + s.Kind}
+}
+
+// Duration is a time.Duration written as a string ("50ms") in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"50ms\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

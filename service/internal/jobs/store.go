@@ -1,0 +1,131 @@
+package jobs
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/crew-go/crew"
+)
+
+// Store keeps job records in memory, bounded by count and by age. Only
+// finished jobs' records are evicted: the oldest first when the count is
+// reached, and any older than the TTL. Evictions are logged with their ids
+// and counted by reason, so that a client's 404 can be explained.
+type Store struct {
+	max     int
+	ttl     time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+	onEvict func(reason string, n int)
+
+	mu    sync.Mutex
+	byID  map[string]*entry
+	order []*entry // by creation, oldest first
+}
+
+type entry struct {
+	id, kind string
+	created  time.Time
+	task     *crew.Task // nil until submitted
+
+	mu     sync.Mutex
+	result any
+}
+
+func (e *entry) record() Record {
+	r := Record{ID: e.id, Kind: e.kind, State: Queued, Created: e.created}
+	if e.task == nil {
+		return r
+	}
+	r.State = stateOf(e.task.State())
+	if r.State == Succeeded {
+		e.mu.Lock()
+		r.Result = e.result
+		e.mu.Unlock()
+	}
+	if err := e.task.Err(); err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+func (e *entry) finished() bool { return e.task != nil && e.task.State().Terminal() }
+
+// NewStore returns a store of at most max records, finished ones kept ttl.
+// onEvict, if not nil, is told of every eviction (for a metric).
+func NewStore(max int, ttl time.Duration, log *slog.Logger, onEvict func(reason string, n int)) *Store {
+	return &Store{max: max, ttl: ttl, now: time.Now, log: log, onEvict: onEvict, byID: make(map[string]*entry)}
+}
+
+// add keeps e, evicting what it must first; ErrRecordsFull when no room
+// can be made.
+func (s *Store) add(e *entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.evictLocked("age", func(e *entry) bool { return now.Sub(e.created) > s.ttl })
+	if len(s.order) >= s.max {
+		n := len(s.order) - s.max + 1
+		s.evictLocked("count", func(*entry) bool {
+			n--
+			return n >= 0
+		})
+	}
+	if len(s.order) >= s.max {
+		return ErrRecordsFull
+	}
+	s.byID[e.id] = e
+	s.order = append(s.order, e)
+	return nil
+}
+
+// evictLocked drops, oldest first, the finished records that pick chooses.
+func (s *Store) evictLocked(reason string, pick func(*entry) bool) {
+	var ids []string
+	s.order = slices.DeleteFunc(s.order, func(e *entry) bool {
+		if !e.finished() || !pick(e) {
+			return false
+		}
+		delete(s.byID, e.id)
+		ids = append(ids, e.id)
+		return true
+	})
+	if len(ids) == 0 {
+		return
+	}
+	if s.onEvict != nil {
+		s.onEvict(reason, len(ids))
+	}
+	if s.log != nil {
+		shown := ids[:min(len(ids), 10)]
+		s.log.Info("job records evicted", "reason", reason, "count", len(ids), "ids", shown)
+	}
+}
+
+// remove forgets a record whose job was refused after all.
+func (s *Store) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byID, id)
+	s.order = slices.DeleteFunc(s.order, func(e *entry) bool { return e.id == id })
+}
+
+func (s *Store) get(id string) (*entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	return e, ok
+}
+
+// Counts returns how many records are in each state.
+func (s *Store) Counts() map[State]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := make(map[State]int)
+	for _, e := range s.order {
+		n[e.record().State]++
+	}
+	return n
+}
