@@ -7,6 +7,10 @@ require (
 	github.com/crew-go/crew/prom v0.0.0-00010101000000-000000000000
 )
 
+require go.uber.org/goleak v1.3.0
+
+require github.com/kylelemons/godebug v1.1.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

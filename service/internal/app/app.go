@@ -93,8 +93,8 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		evicted.WithLabelValues(reason).Add(float64(n))
 	})
 	a := &api.API{
-		Pool: pool,
-		Jobs: &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout},
+		Pool:       pool,
+		Jobs:       &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout},
 		MaxNumbers: cfg.MaxNumbers, MaxBody: cfg.MaxBody, RequestTimeout: cfg.RequestTimeout, RetryAfter: cfg.RetryAfter,
 		Log: log, Metrics: api.NewMetrics(reg),
 	}
@@ -125,11 +125,14 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 
 // shutdown runs the stop sequence a pod needs, within cfg.ShutdownTimeout
 // from the signal: readiness off at once; the delay, so that endpoints
-// drop the pod while requests are still served; the API listener closed
-// and in-flight requests finished (http.Server.Shutdown); the pool stopped
-// in its mode with what is left of the deadline; the admin listener last,
-// so that /metrics answers throughout. A second signal cuts it short: the
-// pool stops hard at once and the servers close.
+// drop the pod while requests are still served; then, together, the API
+// listener closed with in-flight requests finished (http.Server.Shutdown)
+// and the pool stopped in its mode. Together, because an online request in
+// flight waits on the pool: in a drain mode it finishes, in a soft or hard
+// one its queued tasks are dropped and it answers 503 at once, rather than
+// hold the listener's drain until the queue has run. The admin listener
+// closes last, so that /metrics answers throughout. A second signal cuts it
+// short: the pool stops hard at once and the servers close.
 func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -137,35 +140,42 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	a.SetStopping()
 	log.Info("shutdown: readiness off", "signal", fmt.Sprint(sig), "delay", cfg.ShutdownDelay.String(), "deadline", cfg.ShutdownTimeout.String())
 	hard := make(chan struct{})
+	hardStopped := make(chan error, 1)
 	go func() {
 		select {
 		case s := <-stop:
 			log.Warn("shutdown: second signal, stopping hard", "signal", fmt.Sprint(s))
 			close(hard)
+			hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+			defer hcancel()
+			hardStopped <- pool.Shutdown(hctx, crew.Hard)
 			cancel()
 		case <-ctx.Done():
+			hardStopped <- nil
 		}
 	}()
 	if sig != nil {
+		t := time.NewTimer(cfg.ShutdownDelay)
 		select {
-		case <-time.After(cfg.ShutdownDelay):
+		case <-t.C:
 		case <-hard:
+			t.Stop()
 		}
 	}
-	log.Info("shutdown: closing the API listener, finishing requests")
+	log.Info("shutdown: closing the API listener and stopping the pool", "mode", cfg.ShutdownMode.String(),
+		"left", time.Until(deadlineOf(ctx)).Round(time.Millisecond).String())
+	stopped := make(chan error, 1)
+	go func() { stopped <- pool.Shutdown(ctx, cfg.ShutdownMode) }()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
 		srv.Close()
 	}
-	mode := cfg.ShutdownMode
-	select {
-	case <-hard:
-		mode = crew.Hard
-	default:
+	err := <-stopped
+	cancel()
+	if herr := <-hardStopped; herr != nil {
+		err = herr
 	}
-	log.Info("shutdown: stopping the pool", "mode", mode.String(), "left", time.Until(deadlineOf(ctx)).Round(time.Millisecond).String())
-	err := pool.Shutdown(ctx, mode)
-	if err != nil && errors.Is(err, crew.ErrStuck) {
+	if errors.Is(err, crew.ErrStuck) {
 		log.Warn("shutdown: task functions ignore cancellation", "error", err)
 	}
 	actx, acancel := context.WithTimeout(context.Background(), time.Second)

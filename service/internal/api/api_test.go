@@ -1,0 +1,273 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/api"
+	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+type fixture struct {
+	pool *crew.Pool
+	api  *api.API
+	srv  *httptest.Server
+	reg  *prometheus.Registry
+}
+
+func newFixture(t *testing.T, opts ...crew.Option) *fixture {
+	t.Helper()
+	pool, err := crew.New(append([]crew.Option{crew.WithWorkers(2), crew.WithQueueSize(8)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	a := &api.API{
+		Pool:       pool,
+		Jobs:       &jobs.PoolRunner{Pool: pool, Store: jobs.NewStore(100, time.Hour, nil, nil), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+		MaxNumbers: 1024, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: 2 * time.Second,
+		Metrics: api.NewMetrics(reg),
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		_ = pool.Close()
+	})
+	return &fixture{pool: pool, api: a, srv: srv, reg: reg}
+}
+
+type answer struct {
+	code   int
+	header http.Header
+	body   map[string]any
+}
+
+func (f *fixture) do(t *testing.T, method, path, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{code: resp.StatusCode, header: resp.Header}
+	if method != http.MethodHead {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("%s %s: Content-Type %q, body %s", method, path, ct, raw)
+		}
+		if err := json.Unmarshal(raw, &a.body); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
+		}
+	}
+	return a
+}
+
+func TestFactorialSumsAsTheArticlesLoadTest(t *testing.T) {
+	f := newFixture(t)
+	for body, want := range map[string]string{
+		`{"numbers":[1,2,3]}`: "9",
+		`{"numbers":[]}`:      "0",
+		`{"numbers":[0,20]}`:  "2432902008176640001",
+		// Past 2^64: written exactly, from 128 bits.
+		`{"numbers":[20,20,20,20,20,20,20,20,20,20]}`: "24329020081766400000",
+	} {
+		resp, err := http.Post(f.srv.URL+"/v1/factorial", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Sum   json.Number
+			Count int
+		}
+		dec := json.NewDecoder(resp.Body)
+		dec.UseNumber()
+		err = dec.Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || string(out.Sum) != want || out.Count != strings.Count(body, ",")+1 && body != `{"numbers":[]}` {
+			t.Fatalf("%s: %d %+v %v, want sum %s", body, resp.StatusCode, out, err, want)
+		}
+	}
+}
+
+// TestBadInputGetsAClearAnswer: every bad request is answered with the
+// status that says what is wrong and a JSON {"error": ...}, never a crash
+// or a hang.
+func TestBadInputGetsAClearAnswer(t *testing.T) {
+	f := newFixture(t)
+	big := `{"numbers":[` + strings.Repeat("1,", 3000) + `1]}`
+	for _, tc := range []struct {
+		name, method, path, body string
+		code                     int
+		says                     string
+	}{
+		{"malformed JSON", "POST", "/v1/factorial", `{"numbers":[1,`, 400, "malformed JSON"},
+		{"unknown field", "POST", "/v1/factorial", `{"numbers":[1],"extra":true}`, 400, `unknown field "extra"`},
+		{"wrong type", "POST", "/v1/factorial", `{"numbers":"1,2"}`, 400, "malformed JSON"},
+		{"trailing data", "POST", "/v1/factorial", `{"numbers":[1]} {}`, 400, "trailing data"},
+		{"empty body", "POST", "/v1/factorial", ``, 400, "empty body"},
+		{"number too big", "POST", "/v1/factorial", `{"numbers":[3,21]}`, 400, "numbers[1] = 21"},
+		{"negative number", "POST", "/v1/factorial", `{"numbers":[-1]}`, 400, "numbers[0] = -1"},
+		{"too many numbers", "POST", "/v1/factorial", `{"numbers":[` + strings.Repeat("1,", 1024) + `1]}`, 400, "at most 1024"},
+		{"body over the limit", "POST", "/v1/factorial", big, 413, "body over 4096 bytes"},
+		{"wrong method", "GET", "/v1/factorial", ``, 405, "method GET not allowed"},
+		{"wrong method on jobs", "DELETE", "/v1/jobs", ``, 405, "allowed: POST"},
+		{"unknown job", "GET", "/v1/jobs/nope", ``, 404, `no job "nope"`},
+		{"unknown path", "GET", "/v2/anything", ``, 404, "no such endpoint"},
+		{"job without kind", "POST", "/v1/jobs", `{}`, 400, `"kind" is required`},
+		{"unknown kind", "POST", "/v1/jobs", `{"kind":"mine"}`, 400, `kind "mine"`},
+		{"sleep without duration", "POST", "/v1/jobs", `{"kind":"sleep"}`, 400, "duration"},
+		{"bad duration", "POST", "/v1/jobs", `{"kind":"sleep","duration":"soon"}`, 400, "malformed JSON"},
+		{"duration as number", "POST", "/v1/jobs", `{"kind":"sleep","duration":50}`, 400, "a duration is a string"},
+		{"factorial without n", "POST", "/v1/jobs", `{"kind":"factorial"}`, 400, `"n" from 0 to 20`},
+		{"timeout too long", "POST", "/v1/jobs", `{"kind":"factorial","n":3,"timeout":"2h"}`, 400, "timeout 2h0m0s"},
+		{"mixed fields", "POST", "/v1/jobs", `{"kind":"factorial","n":3,"duration":"1s"}`, 400, `"duration" is for sleep jobs`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.do(t, tc.method, tc.path, tc.body)
+			msg, _ := a.body["error"].(string)
+			if a.code != tc.code || !strings.Contains(msg, tc.says) {
+				t.Fatalf("%s %s %.40q: %d %q, want %d saying %q", tc.method, tc.path, tc.body, a.code, msg, tc.code, tc.says)
+			}
+			if tc.code == 405 && a.header.Get("Allow") == "" {
+				t.Fatal("405 without Allow")
+			}
+		})
+	}
+}
+
+func TestJobLifecycle(t *testing.T) {
+	f := newFixture(t)
+	a := f.do(t, "POST", "/v1/jobs", `{"kind":"factorial","n":20}`)
+	id, _ := a.body["id"].(string)
+	if a.code != 202 || id == "" || a.header.Get("Location") != "/v1/jobs/"+id {
+		t.Fatalf("POST /v1/jobs: %d %v %v", a.code, a.body, a.header)
+	}
+	var rec answer
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if rec = f.do(t, "GET", "/v1/jobs/"+id, ""); rec.body["state"] == "succeeded" {
+			break
+		}
+	}
+	if rec.body["state"] != "succeeded" || rec.body["result"] != float64(2432902008176640000) || rec.body["kind"] != "factorial" {
+		t.Fatalf("job record: %v", rec.body)
+	}
+	// A job that outlives its timeout is recorded so.
+	a = f.do(t, "POST", "/v1/jobs", `{"kind":"sleep","duration":"1m","timeout":"10ms"}`)
+	id, _ = a.body["id"].(string)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if rec = f.do(t, "GET", "/v1/jobs/"+id, ""); rec.body["state"] == "timed_out" {
+			break
+		}
+	}
+	if rec.body["state"] != "timed_out" || !strings.Contains(rec.body["error"].(string), "timed out") {
+		t.Fatalf("timed-out job record: %v", rec.body)
+	}
+}
+
+// TestFullQueueAnswers503WithRetryAfter: load is shed with a status a
+// client or a load balancer knows to retry, never queued unseen.
+func TestFullQueueAnswers503WithRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	_ = f.pool.Pause() // nothing runs: the queue of 8 fills
+	for range 8 {
+		if a := f.do(t, "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s"}`); a.code != 202 {
+			t.Fatalf("filling the queue: %d %v", a.code, a.body)
+		}
+	}
+	a := f.do(t, "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s"}`)
+	if a.code != 503 || a.header.Get("Retry-After") != "2" || !strings.Contains(a.body["error"].(string), "queue full") {
+		t.Fatalf("full queue: %d %v %v", a.code, a.body, a.header)
+	}
+	// An online request waits for room up to its timeout, then sheds.
+	f.api.RequestTimeout = 50 * time.Millisecond
+	a = f.do(t, "POST", "/v1/factorial", `{"numbers":[1,2,3]}`)
+	if a.code != 503 || a.header.Get("Retry-After") != "2" {
+		t.Fatalf("online request on a full queue: %d %v", a.code, a.body)
+	}
+	_ = f.pool.Resume()
+}
+
+func TestShuttingDownAnswers503AndReadinessFails(t *testing.T) {
+	f := newFixture(t)
+	if a := f.do(t, "GET", "/readyz", ""); a.code != 200 {
+		t.Fatalf("readyz before: %d", a.code)
+	}
+	f.api.SetStopping()
+	if a := f.do(t, "GET", "/readyz", ""); a.code != 503 {
+		t.Fatalf("readyz while stopping: %d", a.code)
+	}
+	if a := f.do(t, "GET", "/healthz", ""); a.code != 200 {
+		t.Fatalf("healthz while stopping: %d (liveness must hold)", a.code)
+	}
+	if err := f.pool.Shutdown(context.Background(), crew.Drain); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range [][2]string{{"/v1/jobs", `{"kind":"factorial","n":1}`}, {"/v1/factorial", `{"numbers":[1]}`}} {
+		a := f.do(t, "POST", req[0], req[1])
+		if a.code != 503 || a.body["error"] != "shutting down" {
+			t.Fatalf("%s after shutdown: %d %v", req[0], a.code, a.body)
+		}
+	}
+}
+
+func TestRequestIDAndMetrics(t *testing.T) {
+	f := newFixture(t)
+	req, _ := http.NewRequest("GET", f.srv.URL+"/healthz", nil)
+	req.Header.Set("X-Request-Id", "abc-123")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Request-Id") != "abc-123" {
+		t.Fatalf("request id not echoed: %q", resp.Header.Get("X-Request-Id"))
+	}
+	if a := f.do(t, "GET", "/healthz", ""); len(a.header.Get("X-Request-Id")) != 16 {
+		t.Fatalf("no request id made: %v", a.header)
+	}
+	f.do(t, "GET", "/v1/jobs/unknown-id", "")
+	if n := testutil.ToFloat64(metric(t, f.reg, "crewd_http_requests_total", "route", "/v1/jobs/{id}", "code", "404")); n != 1 {
+		t.Fatalf("404s counted under the route: %v", n)
+	}
+}
+
+func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "x"}, func() float64 { return m.GetCounter().GetValue() })
+		}
+	}
+	t.Fatalf("no %s%v", name, labels)
+	return nil
+}

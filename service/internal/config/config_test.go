@@ -1,0 +1,86 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Parse(nil, env(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != ":8080" || c.AdminAddr != ":9090" || c.Workers != runtime.GOMAXPROCS(0) || c.ShutdownMode != crew.DrainThenHard {
+		t.Fatalf("defaults: %+v", c)
+	}
+	// The stop fits in Kubernetes' default grace period of 30 s.
+	if c.ShutdownTimeout >= 30*time.Second {
+		t.Fatalf("shutdown timeout %v does not fit a 30 s grace period", c.ShutdownTimeout)
+	}
+}
+
+func TestEnvironmentThenFlags(t *testing.T) {
+	c, err := config.Parse([]string{"-workers", "7"}, env(map[string]string{
+		"CREW_WORKERS": "3", "CREW_QUEUE": "64", "CREW_SHUTDOWN_MODE": "soft", "CREW_SHUTDOWN_DELAY": "2s",
+	}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workers != 7 || c.Queue != 64 || c.ShutdownMode != crew.Soft || c.ShutdownDelay != 2*time.Second {
+		t.Fatalf("flags should win over the environment: %+v", c)
+	}
+}
+
+// TestBadSettingsSayWhich: every bad setting is refused with a message
+// that names it.
+func TestBadSettingsSayWhich(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"-workers", "-1"}, want: "-workers -1"},
+		{args: []string{"-workers", "x"}, want: "workers"},
+		{env: map[string]string{"CREW_WORKERS": "lots"}, want: "CREW_WORKERS"},
+		{args: []string{"-shutdown-delay", "soon"}, want: "shutdown-delay"},
+		{env: map[string]string{"CREW_SHUTDOWN_TIMEOUT": "5"}, want: "CREW_SHUTDOWN_TIMEOUT"},
+		{args: []string{"-shutdown-mode", "gentle"}, want: `shutdown mode "gentle"`},
+		{args: []string{"-shutdown-delay", "30s", "-shutdown-timeout", "10s"}, want: "-shutdown-timeout 10s"},
+		{args: []string{"-queue", "0"}, want: "-queue 0"},
+		{args: []string{"-log-level", "loud"}, want: "-log-level"},
+		{args: []string{"-retry-after", "10ms"}, want: "-retry-after"},
+		{args: []string{"-max-job-timeout", "1s"}, want: "-job-timeout"},
+		{args: []string{"stray"}, want: `unexpected argument "stray"`},
+		{args: []string{"-no-such-flag"}, want: "no-such-flag"},
+	} {
+		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q, %v) = %v, want an error naming %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
+// TestHelpListsEverySettingWithItsDefaultAndVariable.
+func TestHelpListsEverySettingWithItsDefaultAndVariable(t *testing.T) {
+	var out bytes.Buffer
+	_, err := config.Parse([]string{"-h"}, env(nil), &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Parse(-h) = %v", err)
+	}
+	for _, want := range []string{"-http-addr", `(default ":8080")`, "CREW_HTTP_ADDR", "-admin-addr", "-workers", "CREW_WORKERS",
+		"-queue", "-shutdown-delay", "(default 5s)", "-shutdown-timeout", "(default 25s)", "-shutdown-mode", `(default "drain-then-hard")`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h does not show %q:\n%s", want, out.String())
+		}
+	}
+}
