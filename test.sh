@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The full test run, what CI runs (after .ci/install): go vet and
-# go test -race in every module, then a 30 s fuzz run of the core and a
-# quick run of the benchmark suite (that its scenarios still run and draw).
+# go test -race in every module, then a 30 s fuzz run of the core, a quick
+# run of the benchmark suite (that its scenarios still run and draw) and
+# crewd's container built, run and stopped (where a Docker engine answers).
 # Usage: ./test.sh            (everything)
-#        ./test.sh prom bench (some modules, by directory; no fuzz, no bench run)
+#        ./test.sh prom bench (some modules, by directory; nothing else)
 # The core alone, fast on a cold cache: go test -race .
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -21,4 +22,6 @@ if [ $# -eq 0 ]; then
   go test -run '^$' -fuzz '^FuzzPoolOperations$' -fuzztime 30s .
   echo "== bench: crewbench -quick"
   (cd bench && go run ./cmd/crewbench -quick -out "$(mktemp -d)")
+  echo "== service: the container"
+  service/scripts/container-test.sh
 fi
