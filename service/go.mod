@@ -1,13 +1,16 @@
 module github.com/crew-go/crew/service
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/crew-go/crew v0.0.0
 	github.com/crew-go/crew/prom v0.0.0-00010101000000-000000000000
 )
 
-require go.uber.org/goleak v1.3.0
+require (
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.24.0
+)
 
 require github.com/kylelemons/godebug v1.1.0 // indirect
 

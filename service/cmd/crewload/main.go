@@ -1,0 +1,46 @@
+// Command crewload drives a running crewd and reports throughput, latency
+// p50/p99/max and status counts:
+//
+//	crewload -url http://localhost:8080 -mode factorial -numbers 1024 -duration 10s -concurrency 16
+//	crewload -mode jobs -requests 1000 -rate 200
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/crew-go/crew/service/internal/load"
+)
+
+func main() {
+	var o load.Options
+	flag.StringVar(&o.URL, "url", "http://localhost:8080", "crewd's API")
+	flag.StringVar(&o.Mode, "mode", "factorial", "factorial, jobs or mixed")
+	flag.IntVar(&o.Numbers, "numbers", 100, "numbers per factorial request")
+	flag.StringVar(&o.Job, "job", `{"kind":"sleep","duration":"10ms"}`, "the body of a job request")
+	flag.DurationVar(&o.Duration, "duration", 0, "how long to send (or -requests)")
+	flag.IntVar(&o.Requests, "requests", 0, "how many requests to send (or -duration)")
+	flag.IntVar(&o.Concurrency, "concurrency", 8, "clients sending at once")
+	flag.Float64Var(&o.Rate, "rate", 0, "requests per second in all; 0: as fast as the clients go")
+	flag.DurationVar(&o.Progress, "progress", time.Second, "how often to print progress; 0: never")
+	flag.Parse()
+	if o.Duration == 0 && o.Requests == 0 {
+		o.Duration = 10 * time.Second
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "crewload:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := load.Run(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crewload:", err)
+		os.Exit(1)
+	}
+	fmt.Print(r)
+}

@@ -1,0 +1,91 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/api"
+	"github.com/crew-go/crew/service/internal/jobs"
+	"golang.org/x/sync/errgroup"
+)
+
+// The same online handler with the numbers' factorials computed three
+// ways: crew (a group on a bounded pool, crewd's), errgroup with a limit of
+// GOMAXPROCS, and a goroutine per number.
+var strategies = map[string]func(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, error){
+	"crew": api.Factorials,
+	"errgroup": func(ctx context.Context, _ *crew.Pool, numbers []int) ([]uint64, error) {
+		out := make([]uint64, len(numbers))
+		g, _ := errgroup.WithContext(ctx)
+		g.SetLimit(workers)
+		for i, n := range numbers {
+			g.Go(func() error { out[i] = jobs.Factorial(n); return nil })
+		}
+		return out, g.Wait()
+	},
+	"goroutines": func(ctx context.Context, _ *crew.Pool, numbers []int) ([]uint64, error) {
+		out := make([]uint64, len(numbers))
+		var wg sync.WaitGroup
+		for i, n := range numbers {
+			wg.Go(func() { out[i] = jobs.Factorial(n) })
+		}
+		wg.Wait()
+		return out, nil
+	},
+}
+
+// workers is the errgroup's limit: the pool's default bound.
+var workers = runtime.GOMAXPROCS(0)
+
+// BenchmarkFactorialHTTP is the goapp worker-pool article's load test
+// through HTTP: POST /v1/factorial with 1, 100 and 1024 numbers, by
+// parallel clients, with each strategy in the same run. ns/number is the
+// cost per task, requests/s the throughput.
+func BenchmarkFactorialHTTP(b *testing.B) {
+	for _, n := range []int{1, 100, 1024} {
+		body := `{"numbers":[` + strings.TrimSuffix(strings.Repeat("20,", n), ",") + `]}`
+		for _, name := range []string{"crew", "errgroup", "goroutines"} {
+			b.Run(fmt.Sprintf("numbers=%d/%s", n, name), func(b *testing.B) {
+				pool, err := crew.New(crew.WithQueueSize(4096))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				a := &api.API{Pool: pool, MaxNumbers: 4096, MaxBody: 1 << 20, RequestTimeout: time.Minute,
+					RetryAfter: time.Second, Factorial: strategies[name]}
+				srv := httptest.NewServer(a.Handler())
+				defer srv.Close()
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				defer client.CloseIdleConnections()
+				b.SetParallelism(4)
+				b.ResetTimer()
+				start := time.Now()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						resp, err := client.Post(srv.URL+"/v1/factorial", "application/json", strings.NewReader(body))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+					}
+				})
+				elapsed := time.Since(start)
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "requests/s")
+				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*n), "ns/number")
+			})
+		}
+	}
+}
