@@ -523,7 +523,7 @@ func TestQueuedNeverExceedsCapacity(t *testing.T) {
 			}
 		})
 	}
-	for range 200000 {
+	for range 50000 {
 		if s := p.Stats(); s.Queued > s.QueueCapacity || s.Queued < 0 {
 			close(stop)
 			wg.Wait()

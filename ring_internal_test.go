@@ -1,6 +1,7 @@
 package crew
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -73,6 +74,7 @@ func TestRingConcurrent(t *testing.T) {
 				n := p*per + i
 				it := item{t: &tasks[n]}
 				for r.push(&it) != pushed {
+					runtime.Gosched() // at GOMAXPROCS=1 a busy loop waits for preemption
 				}
 			}
 		})
@@ -89,6 +91,8 @@ func TestRingConcurrent(t *testing.T) {
 					seen[n]++
 					mu.Unlock()
 					popped.Add(1)
+				} else {
+					runtime.Gosched()
 				}
 			}
 		})
