@@ -1,6 +1,3 @@
-// Package app wires crewd together and runs it: listeners bound first (a
-// port in use is a start-up error), the pool, the API, the admin listener,
-// then the stop sequence a pod needs on SIGTERM.
 package app
 
 import (
@@ -59,7 +56,21 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v\n", cfg.AdminAddr, err)
 		return ExitConfig
 	}
+	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics; try\n"+
+		"  curl -X POST %[1]s/v1/factorial -d '{\"numbers\":[1,2,3]}'\n"+
+		"  curl -X POST %[1]s/v1/jobs -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
+		reachable(httpLn.Addr()), reachable(adminLn.Addr()))
 	return run(cfg, log, httpLn, adminLn, stop)
+}
+
+// reachable is addr as a client on this machine dials it.
+func reachable(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		_, port, _ := net.SplitHostPort(addr.String())
+		return "localhost:" + port
+	}
+	return tcp.String()
 }
 
 func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal) int {

@@ -1,6 +1,3 @@
-// Package config reads crewd's configuration from flags and CREW_*
-// environment variables, flags winning, and validates it before anything
-// starts.
 package config
 
 import (
@@ -96,7 +93,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this")
 	dur(&c.RetryAfter, "retry-after", "Retry-After of a 503 answered for a full queue")
 	dur(&c.ShutdownDelay, "shutdown-delay", "on SIGTERM, readiness fails this long before the listener closes, so that endpoints drop the pod")
-	dur(&c.ShutdownTimeout, "shutdown-timeout", "the whole stop, from SIGTERM to exit; keep it under the pod's grace period minus the delay")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "the whole stop, from SIGTERM to exit, the delay included; keep it under the pod's terminationGracePeriodSeconds")
 	mode = c.ShutdownMode.String()
 	str(&mode, "shutdown-mode", "what the pool does with its work on SIGTERM: drain-then-hard, drain, soft, soft-then-hard, hard")
 	str(&c.LogLevel, "log-level", "debug, info, warn or error")
