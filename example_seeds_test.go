@@ -104,7 +104,10 @@ func ExampleResults_sumOfFactorials() {
 }
 
 func ExampleGroup() {
-	pool, _ := crew.New()
+	// Three workers: the checks wait for each other (the first error stops
+	// the rest), so they must run at once. On a pool of GOMAXPROCS workers a
+	// one-CPU machine would run one check at a time and wait forever.
+	pool, _ := crew.New(crew.WithWorkers(3))
 	defer pool.Close()
 	g, ctx := crew.NewGroup(context.Background(), pool)
 	for _, name := range []string{"db", "cache", "queue"} {
