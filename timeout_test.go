@@ -62,7 +62,7 @@ func TestTimeoutReleasesWaiterAtDeadlineAndHoldsWorker(t *testing.T) {
 
 func TestPoolDefaultTaskTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newPool(t, crew.WithTaskTimeout(time.Minute))
+		p := newPool(t, crew.WithWorkers(2), crew.WithTaskTimeout(time.Minute))
 		wait := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 		dflt := submit(t, p, wait)
 		own := submit(t, p, wait, crew.Timeout(time.Second))

@@ -1,0 +1,114 @@
+{{/* Names and labels, in the usual Helm shape. */}}
+{{- define "crewd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "crewd.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "crewd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "crewd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "crewd.labels" -}}
+{{ include "crewd.selectorLabels" . }}
+app.kubernetes.io/part-of: crew
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "crewd.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "crewd.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "crewd.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (toString .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+crewd.seconds: a Go duration ("25s", "1m30s", "500ms") as seconds, a float
+in a string. Fails on anything time.ParseDuration would refuse (or a
+negative one, which crewd refuses).
+*/}}
+{{- define "crewd.seconds" -}}
+{{- $d := toString .value }}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$" $d) }}
+{{- fail (printf "%s = %q is not a Go duration such as \"25s\" or \"1m30s\"" .name $d) }}
+{{- end }}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h)" $d -1 }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]*)?" . }}
+{{- $unit := trimPrefix $num . }}
+{{- $total = addf $total (mulf (float64 $num) (get $units $unit)) }}
+{{- end }}
+{{- $total }}
+{{- end }}
+
+{{/*
+crewd.validate: refuses values that would deploy something broken. Called
+from the Deployment, so every render runs it.
+*/}}
+{{- define "crewd.validate" -}}
+{{- $a := .Values.autoscaling }}
+{{- if and $a.hpa.enabled $a.keda.enabled }}
+{{- fail "autoscaling.hpa.enabled and autoscaling.keda.enabled are both true: KEDA creates and owns its own HPA for the Deployment, and two autoscalers would fight over the replica count. Enable one of them." }}
+{{- end }}
+{{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
+{{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true: every pod would be scraped twice and every sum (the KEDA query, the dashboard) doubled. Enable one of them." }}
+{{- end }}
+{{- if $a.keda.enabled }}
+{{- if not (or $a.keda.prometheus.enabled $a.keda.natsJetStream.enabled) }}
+{{- fail "autoscaling.keda.enabled needs a trigger: autoscaling.keda.prometheus.enabled or autoscaling.keda.natsJetStream.enabled." }}
+{{- end }}
+{{- $min := $a.keda.minReplicas | toString | default ($a.minReplicas | toString) | int }}
+{{- if and (eq $min 0) (not $a.keda.natsJetStream.enabled) }}
+{{- fail "autoscaling.keda.minReplicas is 0 without autoscaling.keda.natsJetStream.enabled: crewd's pool metrics (crew_queue_length, crew_submitters_waiting) vanish with the last pod, so the prometheus trigger could never scale the Deployment up again from zero." }}
+{{- end }}
+{{- end }}
+{{- if not (has .Values.crewd.shutdownMode (list "drain-then-hard" "drain" "soft" "soft-then-hard" "hard")) }}
+{{- fail (printf "crewd.shutdownMode = %q: one of drain-then-hard, drain, soft, soft-then-hard, hard" .Values.crewd.shutdownMode) }}
+{{- end }}
+{{- $timeout := include "crewd.seconds" (dict "name" "crewd.shutdownTimeout" "value" .Values.crewd.shutdownTimeout) | float64 }}
+{{- $delay := include "crewd.seconds" (dict "name" "crewd.shutdownDelay" "value" .Values.crewd.shutdownDelay) | float64 }}
+{{- $grace := .Values.terminationGracePeriodSeconds | float64 }}
+{{- if not (gt $grace $timeout) }}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownTimeout (%s): the kubelet would SIGKILL crewd before its own deadline, losing what its pool holds." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownTimeout) }}
+{{- end }}
+{{- if not (gt $grace $delay) }}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownDelay (%s)." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownDelay) }}
+{{- end }}
+{{- if gt $delay $timeout }}
+{{- fail (printf "crewd.shutdownDelay (%s) is longer than crewd.shutdownTimeout (%s), which includes it." .Values.crewd.shutdownDelay .Values.crewd.shutdownTimeout) }}
+{{- end }}
+{{- end }}
+
+{{/* The backlog query KEDA's prometheus trigger reads. */}}
+{{- define "crewd.backlogQuery" -}}
+{{- if .Values.autoscaling.keda.prometheus.query }}
+{{- .Values.autoscaling.keda.prometheus.query }}
+{{- else }}
+{{- $sel := printf "namespace=%q,pool=\"crewd\"" .Release.Namespace }}
+{{- printf "sum(crew_queue_length{%s}) + sum(crew_submitters_waiting{%s})" $sel $sel }}
+{{- end }}
+{{- end }}

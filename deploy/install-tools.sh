@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Installs the tools deploy/check.sh needs, each at a pinned version, into
+# one directory (printed at the end; check.sh puts it first on PATH):
+#
+#   ${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin
+#
+# A tool already there at the pinned version is kept, so a second run costs
+# a few seconds. Everything Go comes through the Go module proxy; etcd comes
+# from Debian (apt-get, only when missing). Nothing is pulled from an image
+# registry.
+#
+# Usage: deploy/install-tools.sh            (everything)
+#        deploy/install-tools.sh apiserver  (some: helm kustomize kube-score
+#                                            etcd apiserver kubectl crds)
+set -euo pipefail
+
+# ---- pins -------------------------------------------------------------
+HELM_VERSION=v3.22.0            # helm.sh/helm/v3/cmd/helm
+KUSTOMIZE_VERSION=v5.8.2        # sigs.k8s.io/kustomize/kustomize/v5
+KUBE_SCORE_VERSION=v1.20.0      # github.com/zegl/kube-score/cmd/kube-score
+K8S_VERSION=v1.34.1             # k8s.io/kubernetes: kube-apiserver and kubectl
+K8S_STAGING_VERSION=v0.34.1     # the k8s.io/* staging modules of that release
+KEDA_VERSION=v2.21.0            # github.com/kedacore/keda/v2: CRDs only
+PROM_OPERATOR_VERSION=v0.85.0   # github.com/prometheus-operator/prometheus-operator: CRDs only
+
+CACHE=${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}
+BIN=$CACHE/bin
+CRDS=$CACHE/crds
+mkdir -p "$BIN" "$CRDS"
+export GOBIN=$BIN
+export GOFLAGS=-buildvcs=false
+# Use the Go that is installed; never download another toolchain.
+export GOTOOLCHAIN=local
+
+log() { printf '[install-tools] %s\n' "$*" >&2; }
+
+# has NAME PATTERN: BIN/NAME exists and its version output contains PATTERN.
+has() {
+  local out
+  [ -x "$BIN/$1" ] || return 1
+  case $1 in
+    helm) out=$("$BIN/helm" version --short 2>/dev/null) ;;
+    kustomize) out=$("$BIN/kustomize" version 2>/dev/null) ;;
+    kube-score) out=$("$BIN/kube-score" version 2>/dev/null) ;;
+    kube-apiserver) out=$("$BIN/kube-apiserver" --version 2>/dev/null) ;;
+    kubectl) out=$("$BIN/kubectl" version --client 2>/dev/null) ;;
+    *) out= ;;
+  esac
+  [[ $out == *"$2"* ]]
+}
+
+install_helm() {
+  if has helm "$HELM_VERSION"; then return; fi
+  log "go install helm $HELM_VERSION"
+  # helm reads its own version from ldflags; without them it says v3.x-dev.
+  go install -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+}
+
+install_kustomize() {
+  if has kustomize "$KUSTOMIZE_VERSION"; then return; fi
+  log "go install kustomize $KUSTOMIZE_VERSION"
+  go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  # kustomize takes its version from the module's build info: v5.8.2.
+}
+
+install_kube_score() {
+  if has kube-score "${KUBE_SCORE_VERSION#v}"; then return; fi
+  log "go install kube-score $KUBE_SCORE_VERSION"
+  go install -ldflags "-X main.version=${KUBE_SCORE_VERSION#v}" \
+    "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION"
+}
+
+install_etcd() {
+  if command -v etcd >/dev/null; then return; fi
+  log "apt-get install etcd-server (Debian)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends etcd-server >/dev/null 2>&1 || {
+    apt-get update >/dev/null
+    apt-get install -y --no-install-recommends etcd-server >/dev/null
+  }
+  # Debian starts the packaged etcd as a service on 2379; check.sh runs its
+  # own on other ports, so the service is stopped to leave the machine quiet.
+  if command -v systemctl >/dev/null && systemctl is-active --quiet etcd 2>/dev/null; then
+    systemctl stop etcd || true
+    systemctl disable etcd >/dev/null 2>&1 || true
+  fi
+}
+
+# k8s_module DIR: a throwaway module that builds k8s.io/kubernetes commands.
+# k8s.io/kubernetes's go.mod points every k8s.io/* staging module at
+# ./staging/src/..., which is not in its module zip, so a consumer has to
+# replace each of them with the published module of the same release
+# (kubernetes v1.X.Y <-> staging v0.X.Y). The list is read from the pinned
+# release's own go.mod, so it is complete for that release.
+k8s_module() {
+  local dir=$1 kmod mods m
+  kmod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  mapfile -t mods < <(sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$kmod")
+  [ "${#mods[@]}" -gt 10 ] || { log "no staging replaces found in $kmod"; return 1; }
+  {
+    echo "module crew-deploy/k8s-tools"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    for m in "${mods[@]}"; do echo "	$m => $m $K8S_STAGING_VERSION"; done
+    echo ")"
+    echo
+    echo "tool ("
+    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
+    echo "	k8s.io/kubernetes/cmd/kubectl"
+    echo ")"
+  } >"$dir/go.mod"
+  (cd "$dir" && go mod tidy)
+}
+
+K8S_DIR=
+k8s_dir() {
+  if [ -z "$K8S_DIR" ]; then
+    K8S_DIR=$CACHE/k8s-tools-$K8S_VERSION
+    if [ ! -f "$K8S_DIR/go.sum" ]; then
+      log "preparing module for k8s.io/kubernetes $K8S_VERSION in $K8S_DIR"
+      rm -rf "$K8S_DIR" && mkdir -p "$K8S_DIR"
+      k8s_module "$K8S_DIR"
+    fi
+  fi
+  echo "$K8S_DIR"
+}
+
+# The version stamp Kubernetes' own build (hack/lib/version.sh) sets.
+k8s_ldflags() {
+  local p=k8s.io/component-base/version
+  local maj=${K8S_VERSION#v}; maj=${maj%%.*}
+  local min=${K8S_VERSION#v*.}; min=${min%%.*}
+  echo "-s -w -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$maj -X $p.gitMinor=$min -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+}
+
+install_apiserver() {
+  if has kube-apiserver "Kubernetes $K8S_VERSION"; then return; fi
+  local dir; dir=$(k8s_dir)
+  log "building kube-apiserver $K8S_VERSION (about 6 minutes on 2 cores; cached afterwards)"
+  (cd "$dir" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+  mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
+}
+
+# kubectl: Debian 12's kubernetes-client is 1.20, too old for what check.sh
+# needs (--validate=strict, i.e. server-side field validation, came in 1.25
+# and went GA in 1.27), so kubectl is built from the same k8s.io/kubernetes
+# release as the apiserver, which also keeps client and server skew at zero.
+install_kubectl() {
+  if has kubectl "$K8S_VERSION"; then return; fi
+  local dir; dir=$(k8s_dir)
+  log "building kubectl $K8S_VERSION"
+  (cd "$dir" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl)
+  mv "$BIN/kubectl.tmp" "$BIN/kubectl"
+}
+
+# CRDs of the operators the chart can target, from their Go module zips
+# (the proxy serves them; nothing from GitHub or a registry).
+install_crds() {
+  local d
+  if [ ! -f "$CRDS/keda-$KEDA_VERSION/.done" ]; then
+    log "KEDA $KEDA_VERSION CRDs"
+    d=$(go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    rm -rf "$CRDS/keda-$KEDA_VERSION" && mkdir -p "$CRDS/keda-$KEDA_VERSION"
+    cp "$d"/config/crd/bases/*.yaml "$CRDS/keda-$KEDA_VERSION/"
+    touch "$CRDS/keda-$KEDA_VERSION/.done"
+  fi
+  if [ ! -f "$CRDS/prometheus-operator-$PROM_OPERATOR_VERSION/.done" ]; then
+    log "prometheus-operator $PROM_OPERATOR_VERSION CRDs"
+    d=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROM_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    rm -rf "$CRDS/prometheus-operator-$PROM_OPERATOR_VERSION" && mkdir -p "$CRDS/prometheus-operator-$PROM_OPERATOR_VERSION"
+    cp "$d"/example/prometheus-operator-crd/*.yaml "$CRDS/prometheus-operator-$PROM_OPERATOR_VERSION/"
+    touch "$CRDS/prometheus-operator-$PROM_OPERATOR_VERSION/.done"
+  fi
+  chmod -R u+w "$CRDS"
+}
+
+command -v go >/dev/null || { log "go is not on PATH (expected /usr/local/go/bin)"; exit 1; }
+if [ $# -eq 0 ]; then
+  set -- helm kustomize kube-score etcd crds kubectl apiserver
+fi
+for t in "$@"; do
+  case $t in
+    helm) install_helm ;;
+    kustomize) install_kustomize ;;
+    kube-score) install_kube_score ;;
+    etcd) install_etcd ;;
+    apiserver) install_apiserver ;;
+    kubectl) install_kubectl ;;
+    crds) install_crds ;;
+    *) log "unknown tool: $t"; exit 2 ;;
+  esac
+done
+command -v promtool >/dev/null || log "warning: promtool missing (Debian package prometheus; .ci/install installs it)"
+echo "$BIN"
