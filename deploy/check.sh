@@ -1,0 +1,352 @@
+#!/usr/bin/env bash
+# Proves crewd's Kubernetes files (deploy/kustomize, deploy/helm/crewd,
+# deploy/prometheus-adapter) without a cluster:
+#
+#  1. tools at pinned versions (install-tools.sh; the first run builds
+#     kube-apiserver and kubectl, ~8 minutes, then they are cached);
+#  2. helm lint --strict and helm template of every values variant, and
+#     kustomize build of the base and every overlay; the chart refuses
+#     contradictory values with a clear message;
+#  3. the chart's default/dev/prod/KEDA renders equal the kustomize
+#     base/dev/prod/keda builds, object by object (kinds, names, whole spec);
+#  4. terminationGracePeriodSeconds > crewd's shutdown timeout and delay in
+#     every rendered workload; a bad manifest is rejected;
+#  5. kube-score on every render (ignored tests: deploy/README.md);
+#  6. every PromQL expression (dashboard, PrometheusRule, KEDA queries,
+#     prometheus-adapter rules) parses (promtool); the rules' alerts fire as
+#     expected (promtool test rules); the chart's copy of prom/rules has not
+#     drifted; a broken expression is rejected;
+#  7. a real kube-apiserver (v1.34) on etcd, on 127.0.0.1: KEDA and
+#     prometheus-operator CRDs installed, then every rendered object applied
+#     with --dry-run=server --validate=strict; a misspelt field is rejected,
+#     in a core object and in a CRD object.
+#
+# Usage: deploy/check.sh   (KEEP=1 keeps the work directory)
+# Needs: Go, promtool (Debian prometheus), jq, yq (Debian), openssl, curl;
+# root or sudo-free apt-get for etcd the first time.
+set -euo pipefail
+
+DEPLOY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$DEPLOY")
+CHART=$DEPLOY/helm/crewd
+T0=$SECONDS
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/crew-deploy-check.XXXXXX")
+R=$WORK/rendered
+mkdir -p "$R"
+ETCD_PID= APISERVER_PID=
+cleanup() {
+  local rc=$?
+  # Only the two processes this script started, by their ids.
+  for pid in $APISERVER_PID $ETCD_PID; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
+  if [ "${KEEP:-0}" = 1 ] || [ $rc -ne 0 ]; then
+    echo "work directory kept: $WORK" >&2
+  else
+    rm -rf "$WORK"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SUMMARY=()
+step() { printf '\n== %s (%ds)\n' "$*" $((SECONDS - T0)); }
+ok() { printf '  ok  %s\n' "$*"; }
+pass() { SUMMARY+=("$*"); }
+die() { printf '\nFAIL: %s\n' "$*" >&2; exit 1; }
+# docs FILE: the objects of a multi-document YAML file, one JSON per line.
+docs() { yq -c 'select(. != null)' "$1"; }
+count() { docs "$1" | wc -l | tr -d ' '; }
+
+# expect_failure DESCRIPTION PATTERN COMMAND...: COMMAND must fail, and say
+# PATTERN (an extended regexp). The check fails if COMMAND succeeds.
+expect_failure() {
+  local desc=$1 pattern=$2 out rc=0
+  shift 2
+  out=$("$@" 2>&1) || rc=$?
+  if [ $rc -eq 0 ]; then
+    printf '%s\n' "$out" | sed 's/^/    | /' >&2
+    die "$desc: accepted, but must be rejected"
+  fi
+  if ! grep -Eq -- "$pattern" <<<"$out"; then
+    printf '%s\n' "$out" | sed 's/^/    | /' >&2
+    die "$desc: rejected, but without the expected message /$pattern/"
+  fi
+  ok "rejected: $desc"
+  grep -E -m1 -- "$pattern" <<<"$out" | cut -c1-220 | sed 's/^/        /'
+}
+
+# ---------------------------------------------------------------------------
+step "1. tools"
+BIN=$("$DEPLOY/install-tools.sh" | tail -n1)
+export PATH="$BIN:$PATH"
+for t in helm kustomize kube-score kubectl kube-apiserver etcd promtool jq yq openssl curl; do
+  command -v "$t" >/dev/null || die "$t is missing"
+done
+printf '  helm %s, kustomize %s, kube-score %s, kubectl %s, kube-apiserver %s, etcd %s, promtool %s\n' \
+  "$(helm version --short)" "$(kustomize version)" "$(kube-score version | awk '{print $3}' | tr -d ,)" \
+  "$(kubectl version --client -o json | jq -r .clientVersion.gitVersion)" \
+  "$(kube-apiserver --version | awk '{print $2}')" "$(etcd --version | awk '/etcd Version/ {print $3}')" \
+  "$(promtool --version 2>&1 | awk 'NR==1 {print $3}')"
+pass "tools: pinned versions present in $BIN"
+
+# ---------------------------------------------------------------------------
+step "2. render: helm lint --strict + helm template, kustomize build"
+# name | namespace | helm arguments. Every documented switch is on in at
+# least one variant; the mutually exclusive ones (hpa/keda,
+# serviceMonitor/podMonitor) in different variants.
+HELM_VARIANTS=(
+  "helm-default|crewd-check|"
+  "helm-dev|crewd-dev|-f $DEPLOY/helm/values-dev.yaml"
+  "helm-prod|crewd|-f $DEPLOY/helm/values-prod.yaml"
+  "helm-prod-keda|crewd|-f $DEPLOY/helm/values-prod.yaml --set autoscaling.hpa.enabled=false --set autoscaling.keda.enabled=true"
+  "helm-hpa-all|crewd-check|-f $CHART/ci/hpa-all-values.yaml"
+  "helm-keda-prometheus|crewd-check|-f $CHART/ci/keda-prometheus-values.yaml"
+  "helm-keda-nats|crewd-check|-f $CHART/ci/keda-nats-values.yaml"
+  "helm-no-autoscaling|crewd-check|-f $CHART/ci/no-autoscaling-values.yaml"
+)
+declare -A NS_OF
+for v in "${HELM_VARIANTS[@]}"; do
+  IFS='|' read -r name ns args <<<"$v"
+  # shellcheck disable=SC2086 # args are words on purpose
+  helm lint --strict --quiet "$CHART" --namespace "$ns" $args >"$WORK/lint-$name.txt" 2>&1 ||
+    { cat "$WORK/lint-$name.txt" >&2; die "helm lint --strict ($name)"; }
+  # shellcheck disable=SC2086
+  helm template crewd "$CHART" --namespace "$ns" $args >"$R/$name.yaml"
+  NS_OF[$name]=$ns
+  ok "$name: lint clean, $(count "$R/$name.yaml") objects: $(docs "$R/$name.yaml" | jq -r .kind | sort | uniq -c | awk '{printf "%s%s×%s", sep, $2, $1; sep=", "}')"
+done
+for o in base overlays/dev overlays/prod overlays/keda; do
+  name=kustomize-$(basename "$o")
+  kustomize build "$DEPLOY/kustomize/$o" >"$R/$name.yaml"
+  ns=$(docs "$R/$name.yaml" | jq -r '.metadata.namespace // empty' | sort -u)
+  NS_OF[$name]=${ns:-crewd-check}
+  ok "$name: $(count "$R/$name.yaml") objects: $(docs "$R/$name.yaml" | jq -r .kind | sort | uniq -c | awk '{printf "%s%s×%s", sep, $2, $1; sep=", "}')"
+done
+pass "render: ${#HELM_VARIANTS[@]} helm variants lint --strict clean and render; 4 kustomize builds (base, dev, prod, keda)"
+
+# The chart refuses contradictory values, with a message saying why.
+expect_failure "helm: HPA and KEDA both on" 'hpa.enabled and autoscaling.keda.enabled are both true' \
+  helm template crewd "$CHART" --set autoscaling.keda.enabled=true
+expect_failure "helm: ServiceMonitor and PodMonitor both on" 'serviceMonitor.enabled and monitoring.podMonitor.enabled are both true' \
+  helm template crewd "$CHART" --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true
+expect_failure "helm: KEDA from zero pods on the prometheus trigger alone" 'minReplicas is 0 without autoscaling.keda.natsJetStream.enabled' \
+  helm template crewd "$CHART" --set autoscaling.hpa.enabled=false --set autoscaling.keda.enabled=true --set autoscaling.keda.minReplicas=0
+expect_failure "helm: grace period 25 with shutdownTimeout 25s" 'terminationGracePeriodSeconds \(25\) must be larger than crewd.shutdownTimeout \(25s\)' \
+  helm template crewd "$CHART" --set terminationGracePeriodSeconds=25
+expect_failure "helm: shutdownTimeout not a Go duration" 'crewd.shutdownTimeout = "25" is not a Go duration' \
+  helm template crewd "$CHART" --set-string crewd.shutdownTimeout=25
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration: each refused with its message"
+
+# ---------------------------------------------------------------------------
+step "3. parity: helm renders = kustomize builds"
+# Objects keyed by kind/name; compared: the set of kinds and names, and each
+# object's whole spec (Deployment: replicas, selector, strategy, pod
+# template with its labels, annotations, probes, env, resources, security
+# contexts, grace period; Service ports; HPA metrics and behaviour; ...),
+# plus a ServiceAccount's automountServiceAccountToken. Metadata labels are
+# not compared (Helm adds its own).
+canon() {
+  docs "$1" | jq -s -S 'map({key: "\(.kind)/\(.metadata.name)",
+    value: {spec, automountServiceAccountToken}}) | from_entries'
+}
+for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomize-prod helm-prod-keda:kustomize-keda; do
+  h=${pair%%:*} k=${pair##*:}
+  canon "$R/$h.yaml" >"$WORK/$h.canon.json"
+  canon "$R/$k.yaml" >"$WORK/$k.canon.json"
+  if ! diff -u "$WORK/$k.canon.json" "$WORK/$h.canon.json" >"$WORK/$h.diff"; then
+    sed 's/^/    /' "$WORK/$h.diff" | head -80 >&2
+    die "parity: $h differs from $k (above: - kustomize, + helm)"
+  fi
+  ok "$h = $k: $(jq -r 'keys | join(", ")' "$WORK/$h.canon.json")"
+done
+pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (same kinds and names, identical specs: probes, env, securityContext, grace period, resources, autoscaler)"
+
+# ---------------------------------------------------------------------------
+step "4. grace period > crewd's shutdown timeout and delay"
+grace_check() { docs "$1" | jq -s -r -f "$DEPLOY/checks/grace.jq"; }
+n=0
+for f in "$R"/*.yaml; do
+  out=$(grace_check "$f")
+  [ -n "$out" ] || die "grace: no crewd container found in $(basename "$f")"
+  if grep -q '^FAIL' <<<"$out"; then printf '%s\n' "$out" >&2; die "grace: $(basename "$f")"; fi
+  n=$((n + $(wc -l <<<"$out")))
+  ok "$(basename "$f" .yaml): ${out#ok }"
+done
+out=$(grace_check "$DEPLOY/testdata/bad-grace.yaml")
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; die "grace: testdata/bad-grace.yaml must fail twice"; }
+ok "rejected: testdata/bad-grace.yaml, both Deployments:"
+sed 's/^/        /' <<<"$out"
+pass "grace: $n crewd containers in $(ls "$R" | wc -l) renders have terminationGracePeriodSeconds > shutdown timeout and delay; a bad manifest (20 < 25s; default 30 < 1m) is rejected"
+
+# ---------------------------------------------------------------------------
+step "5. kube-score"
+# Each ignored test is explained in deploy/README.md ("kube-score").
+KUBE_SCORE_IGNORES=(
+  container-image-pull-policy
+  pod-networkpolicy
+  deployment-has-host-podantiaffinity
+)
+ks_args=()
+for t in "${KUBE_SCORE_IGNORES[@]}"; do ks_args+=(--ignore-test "$t"); done
+for f in "$R"/*.yaml; do
+  if ! kube-score score --output-format ci "${ks_args[@]}" "$f" >"$WORK/kube-score.txt" 2>&1; then
+    grep -v '^\[OK\]' "$WORK/kube-score.txt" | sed 's/^/    /' >&2
+    die "kube-score: $(basename "$f")"
+  fi
+  crit=$(grep -c '^\[CRITICAL\]' "$WORK/kube-score.txt" || true)
+  warn=$(grep -c '^\[WARNING\]' "$WORK/kube-score.txt" || true)
+  [ "$crit" -eq 0 ] || { grep '^\[CRITICAL\]' "$WORK/kube-score.txt" >&2; die "kube-score: critical in $(basename "$f")"; }
+  [ "$warn" -eq 0 ] || { grep '^\[WARNING\]' "$WORK/kube-score.txt" >&2; die "kube-score: warning in $(basename "$f")"; }
+  ok "$(basename "$f" .yaml): $(grep -c '^\[OK\]' "$WORK/kube-score.txt") passed, 0 warnings, 0 critical"
+done
+pass "kube-score: every render, 0 critical and 0 warnings (ignored, explained in README: ${KUBE_SCORE_IGNORES[*]})"
+
+# ---------------------------------------------------------------------------
+step "6. PromQL: promtool"
+# check_exprs FILE: FILE holds one JSON string per line (an expression and
+# where it came from, "origin\texpr"); each becomes a recording rule of a
+# temporary rule file, and promtool check rules parses every expr.
+check_exprs() {
+  local list=$1 rules=$1.rules.yml
+  jq -R -s 'split("\n") | map(select(length > 0) | split("\t"))
+    | {groups: [{name: "extracted", rules: [to_entries[] | {record: "check:expr_\(.key)", expr: .value[1]}]}]}' \
+    "$list" >"$rules"
+  promtool check rules "$rules"
+}
+# Grafana's interval variables are not PromQL; replaced the way Grafana does
+# (with representative values) before parsing.
+grafana_subst() { sed -e 's/\$__rate_interval/5m/g; s/\$__interval/1m/g; s/\$__range/1h/g'; }
+EXPRS=$WORK/exprs.tsv
+: >"$EXPRS"
+# The dashboard: each panel target, and the selectors inside the
+# label_values() of its variables.
+dash_rendered=$(docs "$R/helm-hpa-all.yaml" | jq -r 'select(.kind == "ConfigMap" and .metadata.labels.grafana_dashboard == "1") | .data["crewd.json"]')
+cmp -s <(jq -S . <<<"$dash_rendered") <(jq -S . "$CHART/dashboards/crewd.json") || die "dashboard ConfigMap differs from dashboards/crewd.json"
+jq -r '.panels[] | .title as $t | .targets[] | "dashboard: \($t)\t\(.expr)"' "$CHART/dashboards/crewd.json" | grafana_subst >>"$EXPRS"
+jq -r '.templating.list[] | select(.type == "query") | "dashboard variable \(.name)\t\(.definition | capture("label_values\\((?<s>.*), *[a-z_]+\\)").s)"' \
+  "$CHART/dashboards/crewd.json" >>"$EXPRS"
+n_dash=$(wc -l <"$EXPRS")
+# KEDA prometheus triggers, from every render that has one.
+for f in "$R"/*.yaml; do
+  docs "$f" | jq -r --arg f "$(basename "$f" .yaml)" 'select(.kind == "ScaledObject") | .spec.triggers[] | select(.type == "prometheus") | "KEDA query (\($f))\t\(.metadata.query)"' >>"$EXPRS"
+done
+n_keda=$(( $(wc -l <"$EXPRS") - n_dash ))
+# prometheus-adapter: the seriesQuery, and the metricsQuery with its
+# placeholders filled in as the adapter does for a Pods metric.
+yq -r '.rules.custom[] | "adapter seriesQuery\t\(.seriesQuery)", "adapter metricsQuery\t\(.metricsQuery | gsub("\n"; " "))"' \
+  "$DEPLOY/prometheus-adapter/values.yaml" |
+  sed -e 's/<<\.GroupBy>>/pod/g' -e 's/<<\.LabelMatchers>>/namespace="crewd",pod=~"crewd-a|crewd-b"/g' -e 's/<<\.Series>>/crew_queue_length/g' >>"$EXPRS"
+n_all=$(wc -l <"$EXPRS")
+check_exprs "$EXPRS" >"$WORK/promtool.txt" 2>&1 || { cat "$WORK/promtool.txt" >&2; die "promtool: an extracted expression does not parse"; }
+ok "$n_all expressions parse: $n_dash from the dashboard, $n_keda KEDA queries, $((n_all - n_dash - n_keda)) from the adapter rules"
+# The PrometheusRule: its spec is a rule file as it stands.
+for f in helm-hpa-all helm-keda-prometheus helm-keda-nats; do
+  docs "$R/$f.yaml" | jq 'select(.kind == "PrometheusRule") | .spec' >"$WORK/$f.rules.json"
+  promtool check rules "$WORK/$f.rules.json" >"$WORK/promtool.txt" 2>&1 || { cat "$WORK/promtool.txt" >&2; die "promtool check rules: $f PrometheusRule"; }
+done
+ok "PrometheusRule: $(jq '[.groups[].rules[]] | length' "$WORK/helm-hpa-all.rules.json") rules pass promtool check rules"
+# Its alerts fire when they should, and not when they should not.
+cp "$WORK/helm-hpa-all.rules.json" "$WORK/crewd-rules.json"
+cp "$DEPLOY/tests/crewd-rules.test.yml" "$WORK/"
+promtool test rules "$WORK/crewd-rules.test.yml" >"$WORK/promtool.txt" 2>&1 || { cat "$WORK/promtool.txt" >&2; die "promtool test rules: deploy/tests/crewd-rules.test.yml"; }
+ok "promtool test rules deploy/tests/crewd-rules.test.yml: SUCCESS"
+# The chart's copy of prom/rules/crew-rules.yml has not drifted.
+norm() { jq -S '[.groups[] | select(.name == "crew") | .rules[] | {record, alert, expr: (.expr | gsub("\\s+"; " ")), for, labels}]'; }
+if ! diff <(yq '.' "$REPO/prom/rules/crew-rules.yml" | norm) <(norm <"$WORK/helm-hpa-all.rules.json") >"$WORK/drift.diff"; then
+  cat "$WORK/drift.diff" >&2
+  die "the chart's group crew differs from prom/rules/crew-rules.yml"
+fi
+ok "group crew = prom/rules/crew-rules.yml (job:crew_backlog:sum, CrewQueueSaturated)"
+# A broken expression must be caught by the same path.
+cp "$DEPLOY/testdata/bad-promql.tsv" "$WORK/bad.tsv"
+expect_failure "testdata/bad-promql.tsv (a missing parenthesis)" 'unclosed left parenthesis|parse error|could not parse' check_exprs "$WORK/bad.tsv"
+pass "promql: $n_all extracted expressions (dashboard $n_dash, KEDA $n_keda, adapter $((n_all - n_dash - n_keda))) and the PrometheusRule parse; alert unit tests pass; group crew = prom/rules; a broken expression is rejected"
+
+# ---------------------------------------------------------------------------
+step "7. kube-apiserver: CRDs, then every object with --dry-run=server --validate=strict"
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 40000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+ETCD_PORT=$(free_port) ETCD_PEER_PORT=$(free_port) API_PORT=$(free_port)
+mkdir -p "$WORK/etcd" "$WORK/pki"
+etcd --name check --data-dir "$WORK/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "check=http://127.0.0.1:$ETCD_PEER_PORT" --logger zap --log-level error \
+  >"$WORK/etcd.log" 2>&1 &
+ETCD_PID=$!
+for _ in $(seq 100); do
+  curl -fsS "http://127.0.0.1:$ETCD_PORT/health" >/dev/null 2>&1 && break
+  kill -0 $ETCD_PID 2>/dev/null || { cat "$WORK/etcd.log" >&2; die "etcd exited"; }
+  sleep 0.1
+done
+ok "etcd $(etcd --version | awk '/etcd Version/ {print $3}') on 127.0.0.1:$ETCD_PORT (pid $ETCD_PID)"
+
+openssl genrsa -out "$WORK/pki/sa.key" 2048 2>/dev/null
+TOKEN=$(openssl rand -hex 24)
+echo "$TOKEN,admin,admin,system:masters" >"$WORK/pki/tokens.csv"
+kube-apiserver \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+  --cert-dir "$WORK/pki" \
+  --token-auth-file "$WORK/pki/tokens.csv" --authorization-mode AlwaysAllow \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$WORK/pki/sa.key" --service-account-signing-key-file "$WORK/pki/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  >"$WORK/apiserver.log" 2>&1 &
+APISERVER_PID=$!
+export KUBECONFIG=$WORK/kubeconfig
+kubectl config set-cluster check --server "https://127.0.0.1:$API_PORT" --certificate-authority "$WORK/pki/apiserver.crt" >/dev/null
+kubectl config set-credentials admin --token "$TOKEN" >/dev/null
+kubectl config set-context check --cluster check --user admin >/dev/null
+kubectl config use-context check >/dev/null
+for i in $(seq 600); do
+  [ "$(kubectl get --raw /readyz 2>/dev/null)" = ok ] && break
+  kill -0 $APISERVER_PID 2>/dev/null || { tail -30 "$WORK/apiserver.log" >&2; die "kube-apiserver exited"; }
+  [ "$i" -lt 600 ] || { tail -30 "$WORK/apiserver.log" >&2; die "kube-apiserver not ready after 60 s"; }
+  sleep 0.1
+done
+ok "kube-apiserver $(kubectl version -o json | jq -r .serverVersion.gitVersion) ready on https://127.0.0.1:$API_PORT (pid $APISERVER_PID) after $((SECONDS - T0))s"
+
+CRDS=$(dirname "$BIN")/crds
+kubectl apply --server-side -f "$CRDS"/keda-* -f "$CRDS"/prometheus-operator-* >"$WORK/crds.txt"
+kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
+ok "CRDs established: $(kubectl get crd -o name | sed 's#.*/##' | grep -E '^(scaledobjects|servicemonitors|podmonitors|prometheusrules)\.' | tr '\n' ' ')($(kubectl get crd -o name | wc -l) in all)"
+
+for ns in $(printf '%s\n' "${NS_OF[@]}" | sort -u); do kubectl create namespace "$ns" >/dev/null; done
+total=0
+for f in "$R"/*.yaml; do
+  name=$(basename "$f" .yaml)
+  if ! kubectl apply --dry-run=server --validate=strict -n "${NS_OF[$name]}" -f "$f" >"$WORK/apply.txt" 2>&1; then
+    cat "$WORK/apply.txt" >&2
+    die "server dry-run: $name"
+  fi
+  n=$(grep -c '(server dry run)$' "$WORK/apply.txt" || true)
+  [ "$n" -eq "$(count "$f")" ] || { cat "$WORK/apply.txt" >&2; die "server dry-run: $name: $n of $(count "$f") objects"; }
+  total=$((total + n))
+  ok "$name: $n objects accepted in namespace ${NS_OF[$name]}"
+done
+pass "apiserver: $total objects from $(ls "$R" | wc -l) renders accepted by kube-apiserver $(kube-apiserver --version | awk '{print $2}') with --dry-run=server --validate=strict"
+
+expect_failure "testdata/misspelt-field.yaml (terminationGracePeriodSecond)" 'unknown field "spec.template.spec.terminationGracePeriodSecond"' \
+  kubectl apply --dry-run=server --validate=strict -n crewd-check -f "$DEPLOY/testdata/misspelt-field.yaml"
+expect_failure "testdata/misspelt-scaledobject.yaml (pollingIntervall, a CRD field)" 'unknown field "spec.pollingIntervall"' \
+  kubectl apply --dry-run=server --validate=strict -n crewd-check -f "$DEPLOY/testdata/misspelt-scaledobject.yaml"
+pass "apiserver: a misspelt Deployment field and a misspelt ScaledObject field are rejected (strict field validation)"
+
+# ---------------------------------------------------------------------------
+step "summary"
+for s in "${SUMMARY[@]}"; do printf '  PASS  %s\n' "$s"; done
+printf '\nall checks passed in %ds\n' $((SECONDS - T0))

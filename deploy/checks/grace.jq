@@ -1,0 +1,47 @@
+# The grace-period check. Input: every rendered object (jq -s over yq -c).
+# For each workload with a pod template and each container, crewd's stop
+# deadline (-shutdown-timeout flag, else CREW_SHUTDOWN_TIMEOUT, else crewd's
+# default 25s) and delay (-shutdown-delay, CREW_SHUTDOWN_DELAY, 5s) must
+# both be shorter than terminationGracePeriodSeconds (Kubernetes' default
+# 30 when unset): otherwise the kubelet SIGKILLs crewd mid-stop.
+# Output: one line per container, "ok ..." or "FAIL ...".
+
+# A Go duration (time.ParseDuration's syntax, unsigned) in seconds.
+def seconds:
+  if . == "0" then 0
+  elif test("^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$") then
+    [ scan("([0-9]+(?:\\.[0-9]*)?)(ns|us|µs|ms|s|m|h)")
+      | (.[0] | tonumber) * ({"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}[.[1]]) ]
+    | add
+  else error("not a Go duration: \(tojson)") end;
+
+# The value crewd would use for setting `flag`/`env`: a flag in args wins
+# (-flag=v, --flag=v, or -flag v), then the env var, then the default.
+def setting($c; $flag; $env; $default):
+  ($c.args // []) as $args
+  | ([ range(0; $args | length) as $i
+       | $args[$i] as $a
+       | if ($a | test("^--?" + $flag + "=")) then ($a | sub("^--?" + $flag + "="; ""))
+         elif ($a | test("^--?" + $flag + "$")) then $args[$i + 1]
+         else empty end ] | last) as $fromFlag
+  | ([ ($c.env // [])[] | select(.name == $env) ] | last) as $e
+  | if $fromFlag != null then {value: $fromFlag, from: "-\($flag)"}
+    elif $e == null then {value: $default, from: "default"}
+    elif ($e | has("value")) then {value: $e.value, from: $env}
+    else {value: null, from: "\($env) (valueFrom: cannot be checked)"} end;
+
+.[]
+| select(type == "object" and (.spec.template.spec.containers? | type) == "array")
+| . as $o
+| (.spec.template.spec.terminationGracePeriodSeconds // 30) as $grace
+| .spec.template.spec.containers[]
+| select(((.env // []) | map(.name) | any(startswith("CREW_"))) or (.image // "" | test("(^|/)crewd([:@]|$)")))
+| setting(.; "shutdown-timeout"; "CREW_SHUTDOWN_TIMEOUT"; "25s") as $t
+| setting(.; "shutdown-delay"; "CREW_SHUTDOWN_DELAY"; "5s") as $d
+| "\($o.kind)/\($o.metadata.name) container \(.name): terminationGracePeriodSeconds \($grace), shutdown timeout \($t.value) (\($t.from)), delay \($d.value) (\($d.from))" as $what
+| if $t.value == null or $d.value == null then "FAIL \($what): not a literal value"
+  else (try ([($t.value | seconds), ($d.value | seconds)]) catch null) as $s
+  | if $s == null then "FAIL \($what): not a Go duration"
+    elif ($grace > $s[0]) and ($grace > $s[1]) then "ok \($what)"
+    else "FAIL \($what): the grace period must be larger than both" end
+  end
