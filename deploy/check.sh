@@ -10,7 +10,8 @@
 #  3. the chart's default/dev/prod/KEDA renders equal the kustomize
 #     base/dev/prod/keda builds, object by object (kinds, names, whole spec);
 #  4. terminationGracePeriodSeconds > crewd's shutdown timeout and delay in
-#     every rendered workload; a bad manifest is rejected;
+#     every rendered workload, and every port and target referenced by name
+#     resolves; bad manifests are rejected;
 #  5. kube-score on every render (ignored tests: deploy/README.md);
 #  6. every PromQL expression (dashboard, PrometheusRule, KEDA queries,
 #     prometheus-adapter rules) parses (promtool); the rules' alerts fire as
@@ -18,8 +19,10 @@
 #     drifted; a broken expression is rejected;
 #  7. a real kube-apiserver (v1.34) on etcd, on 127.0.0.1: KEDA and
 #     prometheus-operator CRDs installed, then every rendered object applied
-#     with --dry-run=server --validate=strict; a misspelt field is rejected,
-#     in a core object and in a CRD object.
+#     with --dry-run=server --validate=strict into namespaces that enforce
+#     the "restricted" Pod Security Standard (a PodSecurity warning fails the
+#     check); a misspelt field (core object, CRD object) and a pod template
+#     that is not restricted are rejected.
 #
 # Usage: deploy/check.sh   (KEEP=1 keeps the work directory)
 # Needs: Go, promtool (Debian prometheus), jq, yq (Debian), openssl, curl;
@@ -80,7 +83,7 @@ expect_failure() {
     die "$desc: rejected, but without the expected message /$pattern/"
   fi
   ok "rejected: $desc"
-  grep -E -m1 -- "$pattern" <<<"$out" | cut -c1-220 | sed 's/^/        /'
+  grep -Eo -m1 -- ".{0,100}($pattern).{0,60}" <<<"$out" | head -n1 | sed 's/^/        .../'
 }
 
 # ---------------------------------------------------------------------------
@@ -112,14 +115,16 @@ HELM_VARIANTS=(
   "helm-keda-nats|crewd-check|-f $CHART/ci/keda-nats-values.yaml"
   "helm-no-autoscaling|crewd-check|-f $CHART/ci/no-autoscaling-values.yaml"
 )
+# helm renders for the Kubernetes version check.sh validates against.
+KUBE_VERSION=$(kube-apiserver --version | awk '{print $2}')
 declare -A NS_OF
 for v in "${HELM_VARIANTS[@]}"; do
   IFS='|' read -r name ns args <<<"$v"
   # shellcheck disable=SC2086 # args are words on purpose
-  helm lint --strict --quiet "$CHART" --namespace "$ns" $args >"$WORK/lint-$name.txt" 2>&1 ||
+  helm lint --strict --quiet "$CHART" --kube-version "$KUBE_VERSION" --namespace "$ns" $args >"$WORK/lint-$name.txt" 2>&1 ||
     { cat "$WORK/lint-$name.txt" >&2; die "helm lint --strict ($name)"; }
   # shellcheck disable=SC2086
-  helm template crewd "$CHART" --namespace "$ns" $args >"$R/$name.yaml"
+  helm template crewd "$CHART" --kube-version "$KUBE_VERSION" --namespace "$ns" $args >"$R/$name.yaml"
   NS_OF[$name]=$ns
   ok "$name: lint clean, $(count "$R/$name.yaml") objects: $(docs "$R/$name.yaml" | jq -r .kind | sort | uniq -c | awk '{printf "%s%s×%s", sep, $2, $1; sep=", "}')"
 done
@@ -143,7 +148,9 @@ expect_failure "helm: grace period 25 with shutdownTimeout 25s" 'terminationGrac
   helm template crewd "$CHART" --set terminationGracePeriodSeconds=25
 expect_failure "helm: shutdownTimeout not a Go duration" 'crewd.shutdownTimeout = "25" is not a Go duration' \
   helm template crewd "$CHART" --set-string crewd.shutdownTimeout=25
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration: each refused with its message"
+expect_failure "helm: shutdownDelay not shorter than shutdownTimeout" 'must be longer than crewd.shutdownDelay' \
+  helm template crewd "$CHART" --set crewd.shutdownDelay=25s
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout: each refused with its message"
 
 # ---------------------------------------------------------------------------
 step "3. parity: helm renders = kustomize builds"
@@ -152,10 +159,13 @@ step "3. parity: helm renders = kustomize builds"
 # template with its labels, annotations, probes, env, resources, security
 # contexts, grace period; Service ports; HPA metrics and behaviour; ...),
 # plus a ServiceAccount's automountServiceAccountToken. Metadata labels are
-# not compared (Helm adds its own).
+# not compared (Helm adds its own). Env lists are compared sorted by name: a
+# kustomize patch of one variable moves it to the front, which changes
+# nothing for crewd (no $(VAR) references).
 canon() {
   docs "$1" | jq -s -S 'map({key: "\(.kind)/\(.metadata.name)",
-    value: {spec, automountServiceAccountToken}}) | from_entries'
+    value: {spec, automountServiceAccountToken}}) | from_entries
+    | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
 }
 for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomize-prod helm-prod-keda:kustomize-keda; do
   h=${pair%%:*} k=${pair##*:}
@@ -186,15 +196,32 @@ ok "rejected: testdata/bad-grace.yaml, both Deployments:"
 sed 's/^/        /' <<<"$out"
 pass "grace: $n crewd containers in $(ls "$R" | wc -l) renders have terminationGracePeriodSeconds > shutdown timeout and delay; a bad manifest (20 < 25s; default 30 < 1m) is rejected"
 
+step "4b. references: ports and targets named in one object exist in another"
+refs_check() { docs "$1" | jq -s -r -f "$DEPLOY/checks/refs.jq"; }
+n=0
+for f in "$R"/*.yaml; do
+  out=$(refs_check "$f")
+  if grep -q '^FAIL' <<<"$out"; then printf '%s\n' "$out" >&2; die "references: $(basename "$f")"; fi
+  n=$((n + $(wc -l <<<"$out")))
+  ok "$(basename "$f" .yaml): $(wc -l <<<"$out") references resolve"
+done
+out=$(refs_check "$DEPLOY/testdata/bad-refs.yaml")
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 3 ] || { printf '%s\n' "$out" >&2; die "references: testdata/bad-refs.yaml must fail three times"; }
+ok "rejected: testdata/bad-refs.yaml, all three:"
+grep '^FAIL' <<<"$out" | sed 's/^/        /'
+pass "references: $n port/target references resolve (Service targetPorts, probes, NetworkPolicy, ServiceMonitor/PodMonitor, scrape annotation, scaleTargetRef); a Service to a missing port, a ServiceMonitor on a missing port and an HPA on a missing Deployment are rejected"
+
 # ---------------------------------------------------------------------------
 step "5. kube-score"
 # Each ignored test is explained in deploy/README.md ("kube-score").
+# (The KEDA variants also carry kube-score/ignore: deployment-replicas on
+# the Deployment itself: KEDA's HPA owns the count, and kube-score cannot see
+# an HPA that KEDA creates at run time.) Two optional tests are turned on.
 KUBE_SCORE_IGNORES=(
   container-image-pull-policy
-  pod-networkpolicy
   deployment-has-host-podantiaffinity
 )
-ks_args=()
+ks_args=(--enable-optional-test container-seccomp-profile --enable-optional-test container-ports-check)
 for t in "${KUBE_SCORE_IGNORES[@]}"; do ks_args+=(--ignore-test "$t"); done
 for f in "$R"/*.yaml; do
   if ! kube-score score --output-format ci "${ks_args[@]}" "$f" >"$WORK/kube-score.txt" 2>&1; then
@@ -271,7 +298,7 @@ expect_failure "testdata/bad-promql.tsv (a missing parenthesis)" 'unclosed left 
 pass "promql: $n_all extracted expressions (dashboard $n_dash, KEDA $n_keda, adapter $((n_all - n_dash - n_keda))) and the PrometheusRule parse; alert unit tests pass; group crew = prom/rules; a broken expression is rejected"
 
 # ---------------------------------------------------------------------------
-step "7. kube-apiserver: CRDs, then every object with --dry-run=server --validate=strict"
+step "7. kube-apiserver: CRDs, then every object with --dry-run=server --validate=strict, Pod Security restricted"
 free_port() {
   local p
   while :; do
@@ -325,11 +352,27 @@ kubectl apply --server-side -f "$CRDS"/keda-* -f "$CRDS"/prometheus-operator-* >
 kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
 ok "CRDs established: $(kubectl get crd -o name | sed 's#.*/##' | grep -E '^(scaledobjects|servicemonitors|podmonitors|prometheusrules)\.' | tr '\n' ' ')($(kubectl get crd -o name | wc -l) in all)"
 
-for ns in $(printf '%s\n' "${NS_OF[@]}" | sort -u); do kubectl create namespace "$ns" >/dev/null; done
+# Namespaces that enforce (and warn about) the "restricted" Pod Security
+# Standard: the PodSecurity admission plugin then warns about any pod
+# template that is not restricted (runAsNonRoot, no privilege escalation,
+# capabilities dropped, a seccomp profile...), and a warning fails the check.
+for ns in $(printf '%s\n' "${NS_OF[@]}" | sort -u); do
+  kubectl create namespace "$ns" >/dev/null
+  kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted >/dev/null
+done
+# dry_run NAMESPACE FILE: server-side dry run, strict field validation, and
+# no PodSecurity warning.
+dry_run() {
+  local out rc=0
+  out=$(kubectl apply --dry-run=server --validate=strict -n "$1" -f "$2" 2>&1) || rc=$?
+  printf '%s\n' "$out"
+  [ $rc -eq 0 ] || return $rc
+  if grep -q 'would violate PodSecurity' <<<"$out"; then return 3; fi
+}
 total=0
 for f in "$R"/*.yaml; do
   name=$(basename "$f" .yaml)
-  if ! kubectl apply --dry-run=server --validate=strict -n "${NS_OF[$name]}" -f "$f" >"$WORK/apply.txt" 2>&1; then
+  if ! dry_run "${NS_OF[$name]}" "$f" >"$WORK/apply.txt" 2>&1; then
     cat "$WORK/apply.txt" >&2
     die "server dry-run: $name"
   fi
@@ -338,13 +381,15 @@ for f in "$R"/*.yaml; do
   total=$((total + n))
   ok "$name: $n objects accepted in namespace ${NS_OF[$name]}"
 done
-pass "apiserver: $total objects from $(ls "$R" | wc -l) renders accepted by kube-apiserver $(kube-apiserver --version | awk '{print $2}') with --dry-run=server --validate=strict"
+pass "apiserver: $total objects from $(ls "$R" | wc -l) renders accepted by kube-apiserver $KUBE_VERSION with --dry-run=server --validate=strict, in namespaces enforcing Pod Security \"restricted\", without a warning"
 
 expect_failure "testdata/misspelt-field.yaml (terminationGracePeriodSecond)" 'unknown field "spec.template.spec.terminationGracePeriodSecond"' \
-  kubectl apply --dry-run=server --validate=strict -n crewd-check -f "$DEPLOY/testdata/misspelt-field.yaml"
+  dry_run crewd-check "$DEPLOY/testdata/misspelt-field.yaml"
 expect_failure "testdata/misspelt-scaledobject.yaml (pollingIntervall, a CRD field)" 'unknown field "spec.pollingIntervall"' \
-  kubectl apply --dry-run=server --validate=strict -n crewd-check -f "$DEPLOY/testdata/misspelt-scaledobject.yaml"
-pass "apiserver: a misspelt Deployment field and a misspelt ScaledObject field are rejected (strict field validation)"
+  dry_run crewd-check "$DEPLOY/testdata/misspelt-scaledobject.yaml"
+expect_failure "testdata/not-restricted.yaml (no restricted security context)" 'would violate PodSecurity "restricted:latest"' \
+  dry_run crewd-check "$DEPLOY/testdata/not-restricted.yaml"
+pass "apiserver: a misspelt Deployment field and a misspelt ScaledObject field are rejected (strict field validation), and so is a pod template that is not restricted (PodSecurity)"
 
 # ---------------------------------------------------------------------------
 step "summary"

@@ -10,8 +10,8 @@
 # registry.
 #
 # Usage: deploy/install-tools.sh            (everything)
-#        deploy/install-tools.sh apiserver  (some: helm kustomize kube-score
-#                                            etcd apiserver kubectl crds)
+#        deploy/install-tools.sh apiserver  (some: base helm kustomize
+#                                            kube-score etcd apiserver kubectl crds)
 set -euo pipefail
 
 # ---- pins -------------------------------------------------------------
@@ -52,9 +52,17 @@ has() {
 install_helm() {
   if has helm "$HELM_VERSION"; then return; fi
   log "go install helm $HELM_VERSION"
-  # helm reads its own version from ldflags; without them it says v3.x-dev.
-  go install -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  # The ldflags of helm's own Makefile: its version (else "v3.x-dev"), and
+  # the Kubernetes version it assumes without a cluster (else v1.20, which
+  # a chart's kubeVersion constraint refuses): client-go's minor, major 1.
+  local gomod cgo minor p=helm.sh/helm/v3
+  gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  cgo=$(awk '$1 == "k8s.io/client-go" {print $2}' "$gomod")
+  minor=$(echo "$cgo" | cut -d. -f2)
+  go install -ldflags "-s -w -X $p/internal/version.version=$HELM_VERSION -X $p/internal/version.gitTreeState=clean \
+    -X $p/pkg/lint/rules.k8sVersionMajor=1 -X $p/pkg/lint/rules.k8sVersionMinor=$minor \
+    -X $p/pkg/chartutil.k8sVersionMajor=1 -X $p/pkg/chartutil.k8sVersionMinor=$minor" \
+    "$p/cmd/helm@$HELM_VERSION"
 }
 
 install_kustomize() {
@@ -71,14 +79,33 @@ install_kube_score() {
     "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION"
 }
 
+# apt_install PACKAGE...: Debian packages, with apt-get update only when
+# the package lists are too old to know them.
+apt_install() {
+  log "apt-get install $* (Debian)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 || {
+    apt-get update >/dev/null
+    apt-get install -y --no-install-recommends "$@" >/dev/null
+  }
+}
+
+# The small tools check.sh calls, from Debian when missing: promtool
+# (package prometheus), jq, yq (the jq wrapper), openssl, curl, ss.
+install_base() {
+  local need=()
+  command -v promtool >/dev/null || need+=(prometheus)
+  command -v jq >/dev/null || need+=(jq)
+  command -v yq >/dev/null || need+=(yq)
+  command -v openssl >/dev/null || need+=(openssl)
+  command -v curl >/dev/null || need+=(curl ca-certificates)
+  command -v ss >/dev/null || need+=(iproute2)
+  if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+}
+
 install_etcd() {
   if command -v etcd >/dev/null; then return; fi
-  log "apt-get install etcd-server (Debian)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends etcd-server >/dev/null 2>&1 || {
-    apt-get update >/dev/null
-    apt-get install -y --no-install-recommends etcd-server >/dev/null
-  }
+  apt_install etcd-server
   # Debian starts the packaged etcd as a service on 2379; check.sh runs its
   # own on other ports, so the service is stopped to leave the machine quiet.
   if command -v systemctl >/dev/null && systemctl is-active --quiet etcd 2>/dev/null; then
@@ -117,17 +144,17 @@ k8s_module() {
   (cd "$dir" && go mod tidy)
 }
 
-K8S_DIR=
+# k8s_dir: that module's directory, kept in the cache (made once; a
+# half-made one is never kept).
 k8s_dir() {
-  if [ -z "$K8S_DIR" ]; then
-    K8S_DIR=$CACHE/k8s-tools-$K8S_VERSION
-    if [ ! -f "$K8S_DIR/go.sum" ]; then
-      log "preparing module for k8s.io/kubernetes $K8S_VERSION in $K8S_DIR"
-      rm -rf "$K8S_DIR" && mkdir -p "$K8S_DIR"
-      k8s_module "$K8S_DIR"
-    fi
+  local dir=$CACHE/k8s-tools-$K8S_VERSION
+  if [ ! -f "$dir/go.sum" ]; then
+    log "preparing a module for k8s.io/kubernetes $K8S_VERSION in $dir"
+    rm -rf "$dir" "$dir.tmp" && mkdir -p "$dir.tmp"
+    k8s_module "$dir.tmp" >&2
+    mv "$dir.tmp" "$dir"
   fi
-  echo "$K8S_DIR"
+  echo "$dir"
 }
 
 # The version stamp Kubernetes' own build (hack/lib/version.sh) sets.
@@ -181,10 +208,11 @@ install_crds() {
 
 command -v go >/dev/null || { log "go is not on PATH (expected /usr/local/go/bin)"; exit 1; }
 if [ $# -eq 0 ]; then
-  set -- helm kustomize kube-score etcd crds kubectl apiserver
+  set -- base helm kustomize kube-score etcd crds kubectl apiserver
 fi
 for t in "$@"; do
   case $t in
+    base) install_base ;;
     helm) install_helm ;;
     kustomize) install_kustomize ;;
     kube-score) install_kube_score ;;
@@ -195,5 +223,4 @@ for t in "$@"; do
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done
-command -v promtool >/dev/null || log "warning: promtool missing (Debian package prometheus; .ci/install installs it)"
 echo "$BIN"

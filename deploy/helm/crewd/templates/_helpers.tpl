@@ -98,8 +98,11 @@ from the Deployment, so every render runs it.
 {{- if not (gt $grace $delay) }}
 {{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownDelay (%s)." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownDelay) }}
 {{- end }}
-{{- if gt $delay $timeout }}
-{{- fail (printf "crewd.shutdownDelay (%s) is longer than crewd.shutdownTimeout (%s), which includes it." .Values.crewd.shutdownDelay .Values.crewd.shutdownTimeout) }}
+{{- if not (gt $timeout $delay) }}
+{{- fail (printf "crewd.shutdownTimeout (%s) must be longer than crewd.shutdownDelay (%s), which it includes (crewd refuses to start otherwise)." .Values.crewd.shutdownTimeout .Values.crewd.shutdownDelay) }}
+{{- end }}
+{{- if not (has .Values.crewd.logLevel (list "debug" "info" "warn" "error")) }}
+{{- fail (printf "crewd.logLevel = %q: one of debug, info, warn, error" .Values.crewd.logLevel) }}
 {{- end }}
 {{- end }}
 
