@@ -129,8 +129,10 @@ func (w *worker) park() bool {
 	if w.hasWork() && ws.unpark(w) { // rule 4: publish, then look
 		return true
 	}
-	<-w.wake // whoever took us off the stack sends a token
-	w.looking = w.looker // and counted us if it woke us as a looker
+	// Whoever took us off the stack sends a token, and counted us in
+	// spinning if it woke us as a looker.
+	<-w.wake
+	w.looking = w.looker
 	if !w.retired {
 		return true
 	}

@@ -42,7 +42,8 @@ import (
 //  5. Give up a slot, then look. A worker that gives up its slot (retired by
 //     the reaper, or surplus after Resize) looks at the queue afterwards and
 //     takes a slot back if there is work and room (reclaim), because a
-//     pusher that found every slot taken started no one.
+//     pusher that found every slot taken started no one; if there is work
+//     but no room, it recruits a parked worker as a looker in its place.
 //
 // Together: while the pool is open and not paused, a queued task is taken
 // by a worker without waiting for another task to end, whenever fewer than

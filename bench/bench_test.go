@@ -277,11 +277,11 @@ func BenchmarkS6Timeout(b *testing.B) {
 	}
 }
 
-// BenchmarkS7Seed001: the worker-pool governance article's measure, 100 tasks of 10 ms on 5
+// BenchmarkS7SlowTasks is the worker-pool governance article's measure, 100 tasks of 10 ms on 5
 // workers: time to the first completed task, average task run time and
 // average time to completion (both from submit of the first task), total
 // time. Run it with -benchtime=1x; the metrics average over b.N.
-func BenchmarkS7Seed001(b *testing.B) {
+func BenchmarkS7SlowTasks(b *testing.B) {
 	const tasks, workers = 100, 5
 	for _, c := range Contenders {
 		b.Run("lib="+c.Name, func(b *testing.B) {

@@ -47,7 +47,7 @@ func scenarios(s3Tasks, s3Limit int) []run {
 			Unit: "ns/task", Extra: []string{"B/op", "allocs/op"}, Ref: "crew-submit",
 		}, benchtime: "300ms", quickTime: "20x"},
 		{sc: &report.Scenario{
-			ID: "S7", Bench: "S7Seed001", Title: "the worker-pool governance article: 100 tasks of 10 ms on 5 workers",
+			ID: "S7", Bench: "S7SlowTasks", Title: "the worker-pool governance article: 100 tasks of 10 ms on 5 workers",
 			Desc: "Time to the first completed task, average run time of a task (start to end), average time from the first submit to each task's end, and total time. The ideal is 10 ms first, 10 ms run, 110 ms done and 200 ms total; `goroutines` ignores the bound of 5.",
 			Unit: "total-ms", Extra: []string{"first-ms", "avg-run-ms", "avg-done-ms"}, Ref: "crew-go",
 		}, benchtime: "1x", quickTime: "1x", extraUnits: []string{"first-ms"}},
