@@ -272,13 +272,22 @@ func (p *Pool) await(ctx context.Context, escalate bool) error {
 	}
 	var hardAt time.Time
 	var turn, grace <-chan time.Time
+	var graceTimer *time.Timer
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
+	// Without a deadline, the stop grace bounds the hard stop's wait.
+	startGrace := func() {
+		graceTimer = time.NewTimer(p.cfg.stopGrace)
+		grace = graceTimer.C
+	}
 	deadline, hasDeadline := ctx.Deadline()
 	if p.level.Load() >= levelHard {
 		hardAt = time.Now()
 		if !hasDeadline {
-			t := time.NewTimer(p.cfg.stopGrace)
-			defer t.Stop()
-			grace = t.C
+			startGrace()
 		}
 	} else if escalate && hasDeadline {
 		left := time.Until(deadline)
@@ -308,11 +317,9 @@ func (p *Pool) await(ctx context.Context, escalate bool) error {
 			if hardAt.IsZero() {
 				p.stop(levelHard, "context ended")
 				hardAt = time.Now()
-				if !hasDeadline { // the stop grace applies
+				if !hasDeadline {
 					done = nil
-					t := time.NewTimer(p.cfg.stopGrace)
-					defer t.Stop()
-					grace = t.C
+					startGrace()
 					continue
 				}
 			}

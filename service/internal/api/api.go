@@ -210,9 +210,6 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the JSON value")
-	}
 	if err == nil {
 		if _, e := dec.Token(); e != io.EOF {
 			err = errors.New("trailing data after the JSON value")
