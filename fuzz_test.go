@@ -3,6 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -79,8 +80,16 @@ func runOps(t *testing.T, ops []byte) {
 	gctx, cancelGroup := context.WithCancel(context.Background())
 	defer cancelGroup()
 	group, _ := crew.NewGroup(gctx, p, crew.Limit(2))
+	var maps sync.WaitGroup
 	for i := 0; i < len(ops); i++ {
-		switch ops[i] % 14 {
+		switch ops[i] % 15 {
+		case 14: // a ForEach from its own goroutine: the caller helps on a borrowed slot
+			a := arg(&i)
+			in := make([]int, 1+a%6)
+			fn := work(time.Duration(a%3)*time.Millisecond, a>>2)
+			maps.Go(func() {
+				_ = crew.ForEach(context.Background(), p, in, func(ctx context.Context, _ int) error { return fn(ctx) }, crew.NameTasks("map"))
+			})
 		case 12: // a group task; blocking only when the pool is not paused
 			a := arg(&i)
 			fn := work(time.Duration(a%8)*time.Millisecond, a)
@@ -167,6 +176,7 @@ func runOps(t *testing.T, ops []byte) {
 	// deadlock in the bubble); Resume first, as a paused pool holds it.
 	_ = p.Resume()
 	_ = group.Wait()
+	maps.Wait()
 	// Wait for every function, including those that ignore cancellation.
 	if err := p.Shutdown(context.Background(), crew.Drain); err != nil && !errors.Is(err, crew.ErrStuck) {
 		t.Fatal(err)
@@ -184,8 +194,11 @@ func runOps(t *testing.T, ops []byte) {
 	for _, n := range l.observed {
 		observed += n
 	}
-	if observed != uint64(l.accepted.Load()) || s.Submitted-s.Rejected != uint64(l.accepted.Load()) || s.Dropped != l.observed[crew.Dropped] {
-		t.Fatalf("accepted %d, observed %d: %+v %v", l.accepted.Load(), observed, s, l.observed)
+	// A ForEach's tasks (the caller's share, its runners) are known only by
+	// their name.
+	accepted := uint64(l.accepted.Load()) + l.mapped
+	if observed != accepted || s.Submitted-s.Rejected != accepted || s.Dropped != l.observed[crew.Dropped] {
+		t.Fatalf("accepted %d, observed %d: %+v %v", accepted, observed, s, l.observed)
 	}
 	if l.peak.Load() > l.bound.Load() {
 		t.Fatalf("peak %d > bound %d", l.peak.Load(), l.bound.Load())

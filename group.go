@@ -29,6 +29,7 @@ type Group struct {
 	join   bool
 	limit  int64
 	name   string // of tasks given without one
+	split  *split // the Map or ForEach the group runs, if any
 
 	pending atomic.Int64 // accepted, not finished
 	waiters atomic.Int32 // Go calls waiting for the limit
@@ -245,10 +246,17 @@ func (g *Group) run(fn func() error, name string, hard bool) (State, error, *Pan
 		return Canceled, ErrCanceled, nil
 	}
 	if g.ctx.Err() != nil {
+		if g.split != nil && g.split.finished() {
+			return Succeeded, nil, nil // a runner too late for a finished call
+		}
 		return Canceled, context.Cause(g.ctx), nil
 	}
 	err, pe := callGroup(fn, name)
 	switch {
+	case err == errPartFailed: // a runner's elements: recorded one by one
+		return Failed, nil, nil
+	case err == errPartPanicked:
+		return Panicked, nil, nil
 	case pe != nil:
 		return Panicked, pe, pe
 	case err == nil:

@@ -571,8 +571,10 @@ func TestMapErrorsSayWhichElement(t *testing.T) {
 	if !errors.As(errs[50], &pe) || pe.Value != "fifty" {
 		t.Fatalf("element 50: %v, want its panic", errs[50])
 	}
-	if s := p.Stats(); s.Panicked != 1 || s.Failed != 100 {
-		t.Fatalf("counted %d panicked and %d failed, want 1 and 100", s.Panicked, s.Failed)
+	// The caller's share and each runner are the pool's tasks, not the
+	// elements: the one whose elements include the panic counts as panicked.
+	if s := p.Stats(); s.Panicked != 1 || s.Failed < 1 || s.InFlight() != 0 {
+		t.Fatalf("counted %d panicked and %d failed, want 1 and some: %v", s.Panicked, s.Failed, s)
 	}
 	// First-error mode: the error still says where.
 	err = crew.ForEach(t.Context(), p, in, func(_ context.Context, n int) error {
@@ -650,7 +652,7 @@ func TestNameTasksNamesMapTasks(t *testing.T) {
 	_ = p.Shutdown(t.Context(), crew.Drain)
 	mu.Lock()
 	defer mu.Unlock()
-	if names["square"] != 3 || names["own"] != 1 || names["default"] != 1 {
+	if names["square"] < 1 || names["own"] != 1 || names["default"] != 1 || len(names) != 3 {
 		t.Fatalf("observed names %v", names)
 	}
 }

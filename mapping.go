@@ -9,35 +9,41 @@ import (
 	"slices"
 )
 
-// Map calls fn on every element of in, as tasks of one group on pool, and
-// returns the values in input order. Parallelism is bounded by the pool and
-// by a Limit option (a Limit above the pool's bound changes nothing: the
-// pool's bound wins). By default the first error stops the rest (tasks not
-// yet started never run) and is returned; with JoinErrors every element is
-// tried and all errors are returned joined, in input order. Each element's
-// error, a panic included, is an *IndexError that says which element failed.
-// The values of failed elements are zero. Map returns only after every fn
-// it started has returned.
+// Map calls fn on every element of in, on pool, and returns the values in
+// input order. Parallelism is bounded by the pool and by a Limit option (a
+// Limit above the pool's bound changes nothing: the pool's bound wins). By
+// default the first error stops the rest (elements not yet started never
+// run) and is returned; with JoinErrors every element is tried and all
+// errors are returned joined, in input order. Each element's error, a panic
+// included, is an *IndexError that says which element failed. The values of
+// failed elements are zero. Map returns only after every fn it started has
+// returned.
+//
+// The slice is split, not queued element by element: the calling goroutine
+// queues a runner task per slot the pool (and Limit) can give besides its
+// own, then runs elements itself, holding one of the pool's slots while it
+// does, and every participant claims chunks of elements, chunks shrinking
+// as the work runs out. A small batch thus costs about what the plain loop
+// costs, and a large one is shared by every slot the pool can give. Stats
+// and observers count the caller's share and each runner as one task of the
+// pool, not each element. When the pool is paused or every slot is busy, the
+// caller queues the runners (waiting for room) and waits, as Group.Wait
+// does. Elements may run one after another on one goroutine: with more
+// elements than the pool's bound, they must not wait for one another. Map
+// allocates a few objects per call, whatever the length of in.
 func Map[In, Out any](ctx context.Context, pool *Pool, in []In, fn func(context.Context, In) (Out, error), opts ...GroupOption) ([]Out, error) {
 	if fn == nil {
 		return nil, ErrNilFunc
 	}
-	g, gctx := NewGroup(ctx, pool, opts...)
 	out := make([]Out, len(in))
-	for i := range in {
-		err := g.Go(func() (err error) {
-			defer atIndex(i, &err)
-			v, err := fn(gctx, in[i])
-			if err == nil {
-				out[i] = v
-			}
-			return err
-		})
-		if err != nil {
-			break
+	err := runSplit(ctx, pool, len(in), func(ctx context.Context, i int) error {
+		v, err := fn(ctx, in[i])
+		if err == nil {
+			out[i] = v
 		}
-	}
-	return out, g.inOrder(g.Wait())
+		return err
+	}, opts)
+	return out, err
 }
 
 // ForEach calls fn on every element of in, as Map does, and returns the
@@ -46,16 +52,9 @@ func ForEach[In any](ctx context.Context, pool *Pool, in []In, fn func(context.C
 	if fn == nil {
 		return ErrNilFunc
 	}
-	g, gctx := NewGroup(ctx, pool, opts...)
-	for i := range in {
-		if g.Go(func() (err error) {
-			defer atIndex(i, &err)
-			return fn(gctx, in[i])
-		}) != nil {
-			break
-		}
-	}
-	return g.inOrder(g.Wait())
+	return runSplit(ctx, pool, len(in), func(ctx context.Context, i int) error {
+		return fn(ctx, in[i])
+	}, opts)
 }
 
 // MapSeq is Map over a sequence: elements are submitted as the sequence

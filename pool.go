@@ -32,8 +32,9 @@ type Pool struct {
 	level  atomic.Int32 // stopping level, see shutdown.go
 	_      [56]byte
 
-	counts      counters    // outcomes decided outside a worker: refusals, drops, cancels
-	warnedLimit atomic.Bool // a group's Limit above the bound was logged
+	counts      counters      // outcomes decided outside a worker: refusals, drops, cancels, callers' shares
+	helped      atomic.Uint64 // tasks run by their caller: the caller's share of a Map or ForEach
+	warnedLimit atomic.Bool   // a group's Limit above the bound was logged
 
 	mu         sync.Mutex    // orders Pause, Resume, Resize and the stop levels
 	stopLog    stopLog       // what the shutdown's log lines report; guarded by mu

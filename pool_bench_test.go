@@ -181,3 +181,41 @@ func BenchmarkGoObserver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForEach runs ForEach and Map over slices of small CPU tasks
+// (cpuTask, about 72 ns) beside the plain loop over the same slice: the
+// data-parallel path must beat the loop on a batch large enough to share,
+// and cost about what the loop costs on a tiny one.
+func BenchmarkForEach(b *testing.B) {
+	p, _ := crew.New()
+	defer p.Close()
+	for _, n := range []int{10, 100, 1024, 4096} {
+		in := make([]int, n)
+		out := make([]uint64, n)
+		b.Run(fmt.Sprintf("n=%d/sequential", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range in {
+					out[i] = cpuTask()
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/ForEach", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = crew.ForEach(context.Background(), p, in, func(_ context.Context, i int) error {
+					out[i] = cpuTask()
+					return nil
+				})
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/Map", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = crew.Map(context.Background(), p, in, func(_ context.Context, _ int) (uint64, error) {
+					return cpuTask(), nil
+				})
+			}
+		})
+	}
+}

@@ -226,6 +226,9 @@ func (p *Pool) cancelRunning() {
 			groups = append(groups, g)
 		}
 	})
+	p.workers.mu.Lock()
+	groups = append(groups, p.workers.helpers...)
+	p.workers.mu.Unlock()
 	for _, g := range groups {
 		g.cancel(ErrCanceled)
 	}

@@ -75,7 +75,7 @@ func (p *Pool) Stats() Stats {
 	parked := p.workers.addCounts(&s)
 	p.counts.addTo(&s)
 	s.Rejected = p.counts.refused.Load()
-	s.Submitted = p.q.pushes() + s.Rejected
+	s.Submitted = p.q.pushes() + s.Rejected + p.helped.Load()
 
 	s.Workers = int(p.workers.alive())
 	s.Busy = max(0, s.Workers-parked-int(p.workers.spinning.Load()))

@@ -19,6 +19,7 @@ import (
 type ledger struct {
 	mu       sync.Mutex
 	observed [crew.Dropped + 1]uint64
+	mapped   uint64 // observations of tasks named "map"
 	gauge
 	bound    atomic.Int64 // the largest bound ever set
 	accepted atomic.Int64
@@ -28,6 +29,9 @@ type ledger struct {
 func (l *ledger) observe(o crew.Observation) {
 	l.mu.Lock()
 	l.observed[o.State]++
+	if o.Name == "map" {
+		l.mapped++
+	}
 	l.mu.Unlock()
 }
 

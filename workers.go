@@ -44,6 +44,12 @@ import (
 //     takes a slot back if there is work and room (reclaim), because a
 //     pusher that found every slot taken started no one; if there is work
 //     but no room, it recruits a parked worker as a looker in its place.
+//  6. A helping caller is a worker. The caller of Map or ForEach may run
+//     elements itself on a slot it borrows: a free one, or a parked
+//     worker's, taken off the idle stack (borrow). It never looks at the
+//     queue meanwhile, so when it gives the slot back (giveBack) it looks,
+//     as rule 5 does: it recruits a worker if a task is queued, and wakes
+//     every parked worker if the pool began to stop or shrank.
 //
 // Together: while the pool is open and not paused, a queued task is taken
 // by a worker without waiting for another task to end, whenever fewer than
@@ -77,6 +83,7 @@ type workerSet struct {
 	reaper  *time.Timer
 	reaping bool // the reaper is armed or running
 	all     map[*worker]struct{}
+	helpers []*Group // groups whose caller runs elements on a borrowed slot
 	retired counters // counts of workers that have exited
 }
 
@@ -185,6 +192,60 @@ func (ws *workerSet) takeSlot() bool {
 
 // giveUpSlot gives up the calling worker's slot (rule 1).
 func (ws *workerSet) giveUpSlot() { ws.ctl.Add(^uint64(0)) }
+
+// borrow takes a slot for a caller that helps with g's work (rule 6): a
+// free one, or else the slot of a parked worker, which then stays off the
+// idle stack, still parked, until giveBack puts it back. It reports false
+// when every slot belongs to a worker that is running or looking.
+func (ws *workerSet) borrow(g *Group) (lent *worker, ok bool) {
+	free := ws.takeSlot()
+	if !free && ws.parked.Load() == 0 {
+		return nil, false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if !free {
+		n := len(ws.idle)
+		if n == 0 {
+			return nil, false
+		}
+		lent = ws.idle[n-1]
+		ws.idle[n-1] = nil
+		ws.idle = ws.idle[:n-1]
+		ws.parked.Add(-1)
+	}
+	ws.helpers = append(ws.helpers, g)
+	return lent, true
+}
+
+// giveBack returns the slot borrow took, then looks at what the pool's
+// workers would have looked at meanwhile (rule 6): a queued task, a stop,
+// a bound lowered. A lent worker is parked again on its own behalf.
+func (ws *workerSet) giveBack(g *Group, lent *worker) {
+	p := ws.p
+	ws.mu.Lock()
+	if i := slices.Index(ws.helpers, g); i >= 0 {
+		ws.helpers = slices.Delete(ws.helpers, i, i+1)
+	}
+	if lent != nil {
+		lent.parkedAt = time.Since(p.epoch)
+		ws.idle = append(ws.idle, lent)
+		ws.parked.Add(1)
+		if !ws.reaping {
+			ws.armReaper(p.cfg.idleTimeout)
+		}
+	} else {
+		ws.giveUpSlot()
+	}
+	ws.mu.Unlock()
+	if p.q.len() > 0 {
+		ws.notify(false)
+	}
+	if p.level.Load() != levelOpen || ws.alive() > ws.max.Load() {
+		ws.wakeAll() // to stop, or to retire the surplus
+		p.tryTerminate()
+	}
+}
 
 // retireSurplus gives up a slot when the pool has more live workers than
 // its bound, then reclaims one if work came meanwhile (rule 5). It reports
