@@ -100,6 +100,35 @@ func BenchmarkS2CPU(b *testing.B) {
 	}
 }
 
+// S2MapBatches are the batch sizes of S2's Map and ForEach contenders.
+var S2MapBatches = []int{10, 100, 1024, 4096}
+
+// BenchmarkS2Map: S2's work as a data-parallel batch, out[i] = Elem(in[i])
+// over a slice, by each of Batches on GOMAXPROCS workers (pools started
+// once, outside the timed loop); sequential is the plain loop. ns/op is
+// the time of one batch, allocs/op its allocations.
+func BenchmarkS2Map(b *testing.B) {
+	for _, n := range S2MapBatches {
+		in := make([]uint64, n)
+		for i := range in {
+			in[i] = uint64(i)
+		}
+		for _, c := range Batches {
+			b.Run(fmt.Sprintf("batch=%d/lib=%s", n, c.Name), func(b *testing.B) {
+				r := c.New(procs, in)
+				defer r.Close()
+				var out []uint64
+				b.ReportAllocs()
+				for b.Loop() {
+					out = r.Run()
+				}
+				Sink.Store(out[n-1])
+				perTask(b, n)
+			})
+		}
+	}
+}
+
 // BenchmarkS4Latency: the time from a submit into an idle pool of
 // GOMAXPROCS workers until the task starts. Each sample follows a 200 µs
 // pause so that the workers have parked; run it with -benchtime=Nx for N
@@ -324,4 +353,57 @@ func BenchmarkS7SlowTasks(b *testing.B) {
 			b.ReportMetric(ms(total), "total-ms")
 		})
 	}
+}
+
+// S8's grid: the task's duration, the bounds (each burst is bound tasks on
+// a pool of bound workers) and the pauses before each burst.
+var (
+	S8Task   = time.Millisecond
+	S8Bounds = []int{8, 64, 1000}
+	S8Pauses = []time.Duration{0, time.Millisecond, 10 * time.Millisecond}
+)
+
+// BenchmarkS8WarmBurst: a warm pool of bound workers (one burst already
+// run, so every worker has started) takes a burst of bound tasks that each
+// sleep S8Task, after a pause: none (the workers have just finished), 1 ms
+// or 10 ms (they have parked). All bound tasks may run at once, so the
+// ideal burst takes one task's duration whatever the cores; x-ideal is the
+// median burst's wall time (first submit to the end of Wait) over S8Task,
+// x-ideal-max the worst burst's. floor is one time.Sleep(S8Task) on the
+// caller: what the timer alone adds. Run it with -benchtime=Nx for N
+// bursts; ns/op includes the pauses and the warm-up and means nothing.
+func BenchmarkS8WarmBurst(b *testing.B) {
+	task := func() { time.Sleep(S8Task) }
+	for _, pause := range S8Pauses {
+		for _, bound := range S8Bounds {
+			name := fmt.Sprintf("pause=%v/bound=%d/lib=", pause, bound)
+			b.Run(name+"floor", func(b *testing.B) { bursts(b, pause, task) })
+			for _, c := range Contenders {
+				b.Run(name+c.Name, func(b *testing.B) {
+					r := c.New(Config{Workers: bound, Task: task})
+					defer r.Close()
+					burst := func() { runN(r, bound) }
+					burst() // warm-up: every worker has started
+					bursts(b, pause, burst)
+				})
+			}
+		}
+	}
+}
+
+// bursts runs b.N bursts, each after pause, and reports the median and
+// the worst wall time over S8Task.
+func bursts(b *testing.B, pause time.Duration, burst func()) {
+	x := make([]float64, 0, b.N)
+	for range b.N {
+		if pause > 0 {
+			time.Sleep(pause)
+		}
+		t0 := time.Now()
+		burst()
+		x = append(x, float64(time.Since(t0))/float64(S8Task))
+	}
+	slices.Sort(x)
+	b.ReportMetric(percentile(x, 0.5), "x-ideal")
+	b.ReportMetric(x[len(x)-1], "x-ideal-max")
 }

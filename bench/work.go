@@ -29,6 +29,13 @@ func CPUTask() uint64 {
 	return s
 }
 
+// Elem is the element function of S2's Map and ForEach contenders: the S2
+// task (CPUTask) on one input. Every contender computes out[i] =
+// Elem(in[i]); CPUTask is not inlined, so the call is never dropped, and
+// the result depends on the input, so that a test can check every
+// element.
+func Elem(x uint64) uint64 { return x ^ CPUTask() }
+
 // APICallRounds is how many CPUTasks make S5's simulated API call.
 const APICallRounds = 14
 

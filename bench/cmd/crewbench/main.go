@@ -1,7 +1,7 @@
 // Command crewbench runs crew's benchmark suite against its peers and
 // writes RESULTS.md, the charts and the raw and benchstat outputs.
 //
-//	cd bench && go run ./cmd/crewbench          # full: 5 passes, ~20 minutes, rewrites bench/RESULTS.md and bench/charts
+//	cd bench && go run ./cmd/crewbench          # full: 5 passes, ~25 minutes, rewrites bench/RESULTS.md and bench/charts
 //	go run ./cmd/crewbench -quick               # seconds; writes to a temporary directory
 //	go run ./cmd/crewbench -quick -out DIR      # quick, into DIR
 //	go run ./cmd/crewbench -only S1,S4          # some scenarios (the report covers what is in DIR/raw)
@@ -258,7 +258,7 @@ func (d *driver) runBench(testBin string, w io.Writer, r run, pass int) error {
 	if d.quick {
 		bt = r.quickTime
 	}
-	args := []string{"-test.run=^$", "-test.bench=^Benchmark" + r.sc.Bench + "$", "-test.benchmem", "-test.benchtime=" + bt, "-test.count=1", "-test.timeout=0"}
+	args := []string{"-test.run=^$", "-test.bench=" + r.benchPattern(), "-test.benchmem", "-test.benchtime=" + bt, "-test.count=1", "-test.timeout=0"}
 	if d.quick {
 		args = append(args, "-quick")
 	}
@@ -337,30 +337,32 @@ func (d *driver) render(runs []run) error {
 		set.Header = map[string]string{}
 		err = set.Parse(f)
 		f.Close()
-		r.sc.Stamp = stamp(set.Header)
 		if c := set.Header["cpu"]; c != "" {
 			benchCPU = c
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", raw, err)
 		}
-		scs = append(scs, r.sc)
 		if err := d.benchstat(raw, filepath.Join(statDir, r.sc.ID+".txt")); err != nil {
 			d.log("benchstat %s: %v (skipped)", r.sc.ID, err)
 		}
-		files, err := report.Charts(set, r.sc, chartDir)
-		if err != nil {
-			return fmt.Errorf("charts %s: %w", r.sc.ID, err)
+		for _, p := range r.parts() {
+			p.Stamp = stamp(set.Header)
+			scs = append(scs, p)
+			files, err := report.Charts(set, p, chartDir)
+			if err != nil {
+				return fmt.Errorf("charts %s: %w", p.ID, err)
+			}
+			for _, f := range files {
+				charts[p.ID] = append(charts[p.ID], "charts/"+f)
+			}
 		}
 		for _, u := range r.extraUnits {
 			name := strings.ToLower(r.sc.ID) + "-" + strings.TrimSuffix(u, "-B") + ".svg"
 			if err := report.ExtraDotChart(set, r.sc, u, chartDir, name); err != nil {
 				return fmt.Errorf("charts %s %s: %w", r.sc.ID, u, err)
 			}
-			files = append(files, name)
-		}
-		for _, f := range files {
-			charts[r.sc.ID] = append(charts[r.sc.ID], "charts/"+f)
+			charts[r.sc.ID] = append(charts[r.sc.ID], "charts/"+name)
 		}
 	}
 	if len(scs) == 0 {
@@ -423,7 +425,7 @@ func (d *driver) meta(mode, benchCPU string) report.Meta {
 		m.Machine = append(m.Machine, "benchmark header cpu: "+v)
 	}
 	m.Libraries = libraries(d.modDir)
-	m.Notes = append(m.Notes, contenderTable(), fmt.Sprintf("S3 ran %d tasks with a bound of %d.", d.s3Tasks, d.s3Limit))
+	m.Notes = append(m.Notes, contenderTable(), batchTable(), fmt.Sprintf("S3 ran %d tasks with a bound of %d.", d.s3Tasks, d.s3Limit))
 	return m
 }
 
@@ -435,6 +437,15 @@ func contenderTable() string {
 	}
 	b.WriteString("\nEvery contender runs one task value, built once (a WaitGroup.Done wrapper where the contender has no wait of its own); the bound is the scenario's worker count for all of them except `goroutines`. Queue sizes are 1024 wherever the library has a bounded, configurable queue.")
 	return b.String()
+}
+
+func batchTable() string {
+	var b strings.Builder
+	b.WriteString("S2-map's contenders, each computing out[i] = Elem(in[i]) over a slice:\n\n| contender | API |\n|---|---|\n")
+	for _, c := range bench.Batches {
+		fmt.Fprintf(&b, "| %s | %s |\n", c.Name, c.API)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func cpuModel() string {

@@ -47,6 +47,28 @@ const sampleS3 = `BenchmarkS3SlowTasks/tasks=10000/limit=500/lib=crew-go-2	1	216
 BenchmarkS3SlowTasks/tasks=10000/limit=500/lib=goroutines-2	1	124000000 ns/op	34000000 peak-rss-B	6000000 total-alloc-B	4779 peak-goroutines
 `
 
+const sampleS2 = `BenchmarkS2CPU/batch=10/lib=sequential-2   	 100	  720 ns/op	 72 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2CPU/batch=10/lib=crew-go-2   	 100	  2000 ns/op	 200 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2Map/batch=10/lib=sequential-2   	 100	  720 ns/op	 72 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2Map/batch=10/lib=crew-map-2   	 100	  756 ns/op	 75.6 ns/task	 100 B/op	 3 allocs/op
+BenchmarkS2Map/batch=10/lib=crew-foreach-2   	 100	  864 ns/op	 86.4 ns/task	 50 B/op	 2 allocs/op
+BenchmarkS2Map/batch=1024/lib=sequential-2   	 100	  73728 ns/op	 72 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2Map/batch=1024/lib=crew-map-2   	 100	  40000 ns/op	 39 ns/task	 8000 B/op	 5 allocs/op
+BenchmarkS2Map/batch=1024/lib=crew-foreach-2   	 100	  45000 ns/op	 44 ns/task	 50 B/op	 3 allocs/op
+BenchmarkS2Map/batch=1024/lib=conc-map-2   	 100	  30000 ns/op	 29 ns/task	 8000 B/op	 4 allocs/op
+BenchmarkS2Map/batch=4096/lib=sequential-2   	 100	  294912 ns/op	 72 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2Map/batch=4096/lib=crew-map-2   	 100	  150000 ns/op	 36.6 ns/task	 32000 B/op	 20 allocs/op
+BenchmarkS2Map/batch=4096/lib=crew-foreach-2   	 100	  160000 ns/op	 39 ns/task	 50 B/op	 3 allocs/op
+`
+
+const sampleS8 = `BenchmarkS8WarmBurst/pause=0s/bound=8/lib=floor-2	3	1000000 ns/op	1.04 x-ideal	1.06 x-ideal-max
+BenchmarkS8WarmBurst/pause=0s/bound=8/lib=crew-go-2	3	1000000 ns/op	1.03 x-ideal	1.2 x-ideal-max
+BenchmarkS8WarmBurst/pause=0s/bound=8/lib=ants-2	3	1000000 ns/op	1.04 x-ideal	1.1 x-ideal-max
+BenchmarkS8WarmBurst/pause=0s/bound=64/lib=floor-2	3	1000000 ns/op	1.04 x-ideal	1.06 x-ideal-max
+BenchmarkS8WarmBurst/pause=0s/bound=64/lib=crew-go-2	3	1000000 ns/op	1.1 x-ideal	1.2 x-ideal-max
+BenchmarkS8WarmBurst/pause=0s/bound=64/lib=ants-2	3	1000000 ns/op	1.04 x-ideal	1.1 x-ideal-max
+`
+
 // TestRenderFromRaw runs the driver's report step on canned raw files:
 // parsing, medians, ratios, the losses list, charts and benchstat are
 // wired as the quick and full modes use them.
@@ -56,7 +78,7 @@ func TestRenderFromRaw(t *testing.T) {
 	if err := os.MkdirAll(raw, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"S1.txt": sampleS1, "S3.txt": sampleS3, "S5.txt": sampleS5} {
+	for name, body := range map[string]string{"S1.txt": sampleS1, "S2.txt": sampleS2, "S3.txt": sampleS3, "S5.txt": sampleS5, "S8.txt": sampleS8} {
 		if err := os.WriteFile(filepath.Join(raw, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -86,12 +108,50 @@ func TestRenderFromRaw(t *testing.T) {
 		"Met in 1 of 2 cells.",
 		"Test CPU",
 		"_measured: 2026-01-02 03:04 UTC; crew: (local, commit abc1234); loadavg-at-start: 0.10 0.20 0.30_",
+		// S2: the sequential loop in a column of its own, in both parts.
+		"| contender | ns/task | min..max | ns/op | B/op | allocs/op | ÷ crew-go | ÷ sequential |",
+		"| **crew-go** | 200 ns | 200 ns..200 ns | 2 µs | 0 B | 0 | 1.00× | 2.78× |",
+		"## S2-map Map and ForEach over a slice",
+		"| contender | ns/op | min..max | ns/task | B/op | allocs/op | ÷ crew-map | ÷ sequential |",
+		"| conc-map | 30 µs | 30 µs..30 µs | 29 ns | 7.81 KiB | 4 | 0.75× | 0.41× |",
+		"![S2-map](charts/s2-map.svg)",
+		// S2-map's goals, met and not.
+		"| batch=10 | crew-map | 756 ns | 720 ns | 1.05× | 1.10× | yes |",
+		"| batch=10 | crew-foreach | 864 ns | 720 ns | 1.20× | 1.10× | no |",
+		"| batch=1024 | crew-map | 40 µs | 73.7 µs | 0.54× | 0.60× | yes |",
+		"| batch=4096 | crew-foreach | 160 µs | 295 µs | 0.54× | 0.60× | yes |",
+		"| batch=4096 | crew-map | 20 | 5 | 4.00× | 1.00× | no |",
+		"| batch=4096 | crew-foreach | 3 | 3 | 1.00× | 1.00× | yes |",
+		"at 1,024 and 4,096. Met in 4 of 6 cells; not met: crew-foreach batch=10 1.20×, crew-foreach batch=1024 0.61×.", // the worst first
+		"(O(1) allocations per call). Met in 1 of 2 cells; not met: crew-map batch=4096 4.00×.",
+		"- S2-map batch=1024: conc-map 30 µs vs crew-map 40 µs (0.75×), 1 peer(s) ahead",
+		// S8: ratios to the ideal, the goal both ways, the floor apart.
+		"| contender | x-ideal | min..max | x-ideal-max | ÷ crew-go | ÷ floor |",
+		"| **crew-go** | 1.03× | 1.03×..1.03× | 1.20× | 1.00× | 0.99× |",
+		"| pause=0s/bound=8 | crew-go | 1.03× | 1.05× | yes |",
+		"| pause=0s/bound=64 | crew-go | 1.10× | 1.05× | no |",
+		"- S8: crew's bursts at most 1.05× the ideal (one task's duration). Met in 1 of 2 cells; not met: crew-go pause=0s/bound=64 1.10×.",
+		"- S8 pause=0s/bound=64: ants 1.04× vs crew-go 1.10× (0.95×), 1 peer(s) ahead",
+		"| S8 burst ÷ crew-go |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("RESULTS.md lacks %q", want)
 		}
 	}
-	for _, f := range []string{"s1.svg", "s3.svg", "s3-peak-rss.svg", "s5-limit-10.svg"} {
+	for _, unwanted := range []string{
+		"S2 batch=10: sequential",       // the base is no peer
+		"S2-map batch=1024: sequential", // idem
+		"S8 pause=0s/bound=8: floor",
+		"S2-map batch=100", // no such configuration, no goal either
+	} {
+		if strings.Contains(md, unwanted) {
+			t.Errorf("RESULTS.md has %q", unwanted)
+		}
+	}
+	if i, j := strings.Index(md, "## S2 batches"), strings.Index(md, "## S2-map"); i < 0 || j < i {
+		t.Errorf("S2-map is not shown after S2")
+	}
+	for _, f := range []string{"s1.svg", "s2.svg", "s2-map.svg", "s3.svg", "s3-peak-rss.svg", "s5-limit-10.svg", "s8-pause-0s.svg"} {
 		b, err := os.ReadFile(filepath.Join(out, "charts", f))
 		if err != nil {
 			t.Fatal(err)
@@ -133,4 +193,16 @@ func TestReadmeSection(t *testing.T) {
 	if string(b) != "top\n"+readmeStart+"\n"+want+readmeEnd+"\nbottom\n" {
 		t.Fatalf("README after update:\n%s", b)
 	}
+}
+
+func TestBenchPattern(t *testing.T) {
+	for _, r := range scenarios(10, 5) {
+		if r.sc.ID == "S2" {
+			if got, want := r.benchPattern(), "^Benchmark(S2CPU|S2Map)$"; got != want {
+				t.Fatalf("S2 pattern %q, want %q", got, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no S2")
 }

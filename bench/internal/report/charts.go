@@ -130,11 +130,18 @@ func lineCharts(set *Set, sc *Scenario, dir string) ([]string, error) {
 			lines[group] = map[string][]point{}
 			groups = append(groups, group)
 		}
+		base, baseOK := set.Get(Key{sc.Bench, cfg, sc.Base}, sc.Unit)
+		if sc.OverBase && (!baseOK || base.Median <= 0) {
+			continue
+		}
 		for _, lib := range set.Libs(sc.Bench) {
 			if st, ok := set.Get(Key{sc.Bench, cfg, lib}, sc.Unit); ok && st.Median > 0 {
 				y := st.Median
 				if sc.PerX {
 					y /= x
+				}
+				if sc.OverBase {
+					y /= base.Median
 				}
 				lines[group][lib] = append(lines[group][lib], point{x, y})
 			}
@@ -152,6 +159,10 @@ func lineCharts(set *Set, sc *Scenario, dir string) ([]string, error) {
 		if sc.PerX {
 			p.Title.Text = fmt.Sprintf("%s %s (%s ÷ %s)", sc.ID, sc.Title, sc.Unit, xName)
 			p.Y.Label.Text = fmt.Sprintf("%s ÷ %s (log scale)", sc.Unit, xName)
+		}
+		if sc.OverBase {
+			p.Title.Text = fmt.Sprintf("%s %s (%s ÷ %s)", sc.ID, sc.Title, sc.Unit, sc.Base)
+			p.Y.Label.Text = fmt.Sprintf("%s ÷ %s (log scale)", sc.Unit, sc.Base)
 		}
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}

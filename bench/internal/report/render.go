@@ -17,6 +17,9 @@ type Scenario struct {
 	Unit  string // the unit ratios and charts use
 	Extra []string
 	Ref   string // the reference contender for ratios
+	// Base, if set, is a second contender to divide by, in a column of its
+	// own (S2's sequential loop); it is not counted among crew's peers.
+	Base string
 	// Headline picks the configurations summarised in the headline table
 	// (geometric mean of the ratios); nil means all.
 	Headline func(config string) bool
@@ -27,6 +30,11 @@ type Scenario struct {
 	PerX bool
 	// Target, if set, is checked in every configuration.
 	Target *Target
+	// Goals are checked below the charts and summed up at the top.
+	Goals []Goal
+	// OverBase draws a line chart's values divided by Base's in the same
+	// configuration.
+	OverBase bool
 }
 
 // Target is a goal of the form: Lib's median at or below the best of
@@ -87,6 +95,7 @@ func Render(w io.Writer, set *Set, meta Meta, scenarios []*Scenario, headlines [
 		renderHeadline(&b, set, headlines)
 	}
 	renderLosses(&b, set, scenarios)
+	renderGoals(&b, set, scenarios)
 
 	for _, sc := range scenarios {
 		if len(set.Configs(sc.Bench)) == 0 {
@@ -101,6 +110,9 @@ func Render(w io.Writer, set *Set, meta Meta, scenarios []*Scenario, headlines [
 		}
 		if sc.Target != nil {
 			renderTarget(&b, set, sc)
+		}
+		for _, g := range sc.Goals {
+			renderGoal(&b, set, sc, g)
 		}
 		for _, cfg := range set.Configs(sc.Bench) {
 			renderTable(&b, set, sc, cfg)
@@ -145,15 +157,25 @@ func renderTable(b *strings.Builder, set *Set, sc *Scenario, cfg string) {
 		fmt.Fprintf(b, "**%s**\n\n", cfg)
 	}
 	ref, refOK := set.Get(Key{sc.Bench, cfg, sc.Ref}, sc.Unit)
+	base, baseOK := set.Get(Key{sc.Bench, cfg, sc.Base}, sc.Unit)
+	baseOK = baseOK && sc.Base != "" && base.Median > 0
 	fmt.Fprintf(b, "| contender | %s | min..max |", sc.Unit)
 	for _, u := range sc.Extra {
 		fmt.Fprintf(b, " %s |", u)
 	}
-	fmt.Fprintf(b, " ÷ %s |\n|---|--:|--:|", sc.Ref)
+	fmt.Fprintf(b, " ÷ %s |", sc.Ref)
+	if baseOK {
+		fmt.Fprintf(b, " ÷ %s |", sc.Base)
+	}
+	b.WriteString("\n|---|--:|--:|")
 	for range sc.Extra {
 		b.WriteString("--:|")
 	}
-	b.WriteString("--:|\n")
+	b.WriteString("--:|")
+	if baseOK {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
 	for _, lib := range set.Libs(sc.Bench) {
 		k := Key{sc.Bench, cfg, lib}
 		st, ok := set.Get(k, sc.Unit)
@@ -173,10 +195,14 @@ func renderTable(b *strings.Builder, set *Set, sc *Scenario, cfg string) {
 			}
 		}
 		if refOK && ref.Median > 0 {
-			fmt.Fprintf(b, " %s |\n", ratio(st.Median/ref.Median))
+			fmt.Fprintf(b, " %s |", ratio(st.Median/ref.Median))
 		} else {
-			b.WriteString(" |\n")
+			b.WriteString(" |")
 		}
+		if baseOK {
+			fmt.Fprintf(b, " %s |", ratio(st.Median/base.Median))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 }
@@ -281,7 +307,7 @@ func renderLosses(b *strings.Builder, set *Set, scs []*Scenario) {
 			}
 			best, bestLib, count := ref.Median, "", 0
 			for _, lib := range set.Libs(sc.Bench) {
-				if lib == sc.Ref || lib == "sequential" {
+				if lib == sc.Ref || lib == sc.Base {
 					continue
 				}
 				st, ok := set.Get(Key{sc.Bench, cfg, lib}, sc.Unit)
@@ -316,6 +342,8 @@ func Format(v float64, unit string) string {
 		return duration(v)
 	case strings.HasSuffix(unit, "-ms"):
 		return duration(v * 1e6)
+	case strings.HasPrefix(unit, "x-"):
+		return ratio(v)
 	case unit == "B/op" || strings.HasSuffix(unit, "-B"):
 		return bytes(v)
 	default:
