@@ -84,12 +84,16 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 	if !ok {
 		return s.delegate()
 	}
-	return s.help(lent)
+	s.help(lent)
+	if s.done != nil {
+		<-s.done
+	}
+	return g.inOrder(g.end(false))
 }
 
 // help runs the call with the caller as its first participant, on the slot
 // it borrowed.
-func (s *split) help(lent *worker) error {
+func (s *split) help(lent *worker) {
 	p := s.p
 	p.helped.Add(1) // the caller's share is a task of the pool
 	s.live.Store(1)
@@ -97,20 +101,26 @@ func (s *split) help(lent *worker) error {
 	if p.cfg.observer != nil {
 		obs = time.Since(p.epoch)
 	}
+	// If an element calls runtime.Goexit, the caller's goroutine ends here:
+	// its share counts as failed, the elements left are abandoned (a runner
+	// still inside finishes its chunk), and the slot goes back.
+	state, returned := Failed, false
+	defer func() {
+		if !returned {
+			s.abandon()
+		}
+		s.leave()
+		p.counts.count(state)
+		if p.cfg.observer != nil {
+			p.observe(Observation{Name: s.g.name, Run: time.Since(p.epoch) - obs, State: state})
+		}
+		p.workers.giveBack(s.g, lent)
+	}()
 	if s.n > 1 {
 		s.recruit()
 	}
-	state := s.work()
-	s.leave()
-	p.counts.count(state)
-	if p.cfg.observer != nil {
-		p.observe(Observation{Name: s.g.name, Run: time.Since(p.epoch) - obs, State: state})
-	}
-	p.workers.giveBack(s.g, lent)
-	if s.done != nil {
-		<-s.done
-	}
-	return s.g.inOrder(s.g.end(false))
+	state = s.work()
+	returned = true
 }
 
 // delegate runs the call on runners only, when the caller may not help
@@ -161,20 +171,28 @@ func (s *split) recruit() {
 	}
 }
 
-// runner is the function of a runner task: join, work, leave.
-func (s *split) runner() error {
+// runner is the function of a runner task: join, work, leave. An element
+// that calls runtime.Goexit ends the runner's worker (which fails the task
+// with ErrGoexit): the elements left are then abandoned, never lost.
+func (s *split) runner() (err error) {
 	if !s.join() {
 		return nil
 	}
-	state := s.work()
-	s.leave()
-	switch state {
+	done := false
+	defer func() {
+		if !done {
+			s.abandon()
+		}
+		s.leave()
+	}()
+	switch s.work() {
 	case Failed:
-		return errPartFailed
+		err = errPartFailed
 	case Panicked:
-		return errPartPanicked
+		err = errPartPanicked
 	}
-	return nil
+	done = true
+	return err
 }
 
 // work claims chunks and runs them until none is left or the call stops.

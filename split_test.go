@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -343,4 +344,53 @@ func TestMapAllocatesPerCallNotPerElement(t *testing.T) {
 	if large > small+2 || small > 10 {
 		t.Fatalf("ForEach allocates %.0f times over 10 elements and %.0f over 10,000", small, large)
 	}
+}
+
+// TestMapElementCallingGoexit: an element that calls runtime.Goexit (as
+// t.FailNow does) ends the goroutine it runs on, the caller's or a
+// worker's, without stranding the pool: its slot comes back, the rest of
+// the call is abandoned or finished, and the pool still stops.
+func TestMapElementCallingGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPool(t, crew.WithWorkers(2))
+		// On the caller: its goroutine ends, the pool lives on.
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			_ = crew.ForEach(t.Context(), p, make([]int, 1), func(context.Context, int) error {
+				runtime.Goexit()
+				return nil
+			})
+			t.Error("ForEach returned on a goroutine that called Goexit")
+		}()
+		<-exited
+		// Every element but one sleeps, so that some run on a runner: on
+		// whichever goroutine the Goexit falls, the caller gets an error or
+		// its goroutine ends; never a hang.
+		for range 20 {
+			var first atomic.Bool
+			returned := make(chan error, 1)
+			go func() {
+				returned <- crew.ForEach(t.Context(), p, make([]int, 100), func(context.Context, int) error {
+					time.Sleep(time.Millisecond)
+					if first.CompareAndSwap(false, true) {
+						runtime.Goexit()
+					}
+					return nil
+				})
+			}()
+			synctest.Wait()
+			select {
+			case err := <-returned:
+				if err == nil {
+					t.Fatal("ForEach = nil after an element called Goexit")
+				}
+			default: // the caller's goroutine ended
+			}
+		}
+		if err := p.Shutdown(t.Context(), crew.Drain); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, p)
+	})
 }
