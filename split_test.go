@@ -193,8 +193,8 @@ func TestMapErrorSemantics(t *testing.T) {
 	}
 }
 
-// TestMapStopsWithItsContext: when the caller's context ends, no element
-// starts afterwards and Map returns the cause.
+// TestMapStopsWithItsContext: when the caller's context ends, the elements
+// not yet started never run and Map returns the cause.
 func TestMapStopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newPool(t, crew.WithWorkers(2))
@@ -213,8 +213,10 @@ func TestMapStopsWithItsContext(t *testing.T) {
 			}
 			return nil
 		})
-		if !errors.Is(err, stop) || after.Load() != 0 {
-			t.Fatalf("ForEach = %v with %d elements started after the cancel; want the cause and none", err, after.Load())
+		// The other participant may have looked at the context just before
+		// the cancel: one element at most, as with one task per element.
+		if !errors.Is(err, stop) || after.Load() > 1 {
+			t.Fatalf("ForEach = %v with %d elements started after the cancel; want the cause and at most 1", err, after.Load())
 		}
 	})
 }
