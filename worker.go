@@ -28,6 +28,21 @@ type worker struct {
 	current  atomic.Pointer[Task]
 	group    atomic.Pointer[Group] // the group whose function is running
 	counts   counters
+	done     uint64 // short tasks succeeded, not yet added to counts (flush)
+}
+
+// flushEvery bounds how many succeeded short tasks a busy worker keeps to
+// itself before adding them to its counters: one atomic add per batch
+// instead of one per task, so Stats may lag a busy worker by that many.
+const flushEvery = 64
+
+// flush adds the short tasks counted locally to the worker's counters:
+// before it looks for work with an empty queue, and before it exits.
+func (w *worker) flush() {
+	if w.done > 0 {
+		w.counts.succeeded.Add(w.done)
+		w.done = 0
+	}
 }
 
 func (w *worker) loop() {
@@ -78,6 +93,7 @@ func (w *worker) take(it *item) bool {
 			return false
 		}
 		w.fresh = false
+		w.flush()
 		*it = item{} // an idle worker must not keep its last task alive
 		if w.spin() {
 			continue
@@ -167,8 +183,10 @@ func (w *worker) runShort(it *item) {
 	if pe != nil {
 		state = Panicked
 		p.panicked(pe)
+		w.counts.count(state)
+	} else if w.done++; w.done == flushEvery {
+		w.flush()
 	}
-	w.counts.count(state)
 	if p.cfg.observer != nil {
 		end := w.clockEnd()
 		p.observe(Observation{Name: it.name, Wait: w.began - it.enq, Run: end - w.began, State: state})
@@ -319,6 +337,7 @@ func (w *worker) goexit(it *item) {
 
 func (w *worker) exit() {
 	p := w.p
+	w.flush()
 	if w.timer != nil {
 		w.timer.Stop()
 	}
