@@ -122,9 +122,16 @@ func (w *worker) hasWork() bool {
 // spinning (rule 4). It returns true, still counted, when there is
 // something to look at.
 func (w *worker) spin() bool {
+	ws := &w.p.workers
 	if !w.looking {
+		// Enough lookers already: more would only take the CPU from the
+		// workers that run tasks (a burst's end set 64 workers yielding to
+		// each other while the last tasks waited for a turn).
+		if ws.spinning.Load() >= ws.maxSpinning {
+			return false
+		}
 		w.looking = true
-		w.p.workers.spinning.Add(1)
+		ws.spinning.Add(1)
 	}
 	for range spinRounds {
 		if w.hasWork() {

@@ -1,6 +1,7 @@
 package crew
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,10 @@ type workerSet struct {
 	// has stopped for good and may start no worker again.
 	ctl atomic.Uint64
 	max atomic.Int64
+	// maxSpinning is how many idle workers may spin at once, half the Ps
+	// as in the Go scheduler; the others park at once (rule 4 holds for
+	// both).
+	maxSpinning int32
 
 	// Written by workers each time they run out of work.
 	_ [48]byte
@@ -92,6 +97,10 @@ const terminatedBit = 1 << 62
 func (ws *workerSet) init(p *Pool, max int) {
 	ws.p = p
 	ws.max.Store(int64(max))
+	ws.maxSpinning = int32(runtime.GOMAXPROCS(0) / 2)
+	if ws.maxSpinning < 1 {
+		ws.maxSpinning = 1
+	}
 	ws.all = make(map[*worker]struct{})
 }
 
