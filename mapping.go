@@ -28,7 +28,8 @@ import (
 // and observers count the caller's share and each runner as one task of the
 // pool, not each element. When the pool is paused or every slot is busy, the
 // caller queues the runners (waiting for room) and waits, as Group.Wait
-// does. Elements may run one after another on one goroutine: with more
+// does; a call already running when the pool is paused runs to its end, as
+// running tasks do. Elements may run one after another on one goroutine: with more
 // elements than the pool's bound, they must not wait for one another. Map
 // allocates a few objects per call, whatever the length of in.
 func Map[In, Out any](ctx context.Context, pool *Pool, in []In, fn func(context.Context, In) (Out, error), opts ...GroupOption) ([]Out, error) {
