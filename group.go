@@ -93,7 +93,14 @@ func NameTasks(name string) GroupOption {
 // returns, and with ctx. A bad option or a nil pool or ctx makes every Go
 // and Wait return the error; NewGroup itself never fails.
 func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, context.Context) {
-	g := &Group{pool: pool}
+	g := &Group{}
+	g.init(ctx, pool, opts)
+	return g, g.ctx
+}
+
+// init is NewGroup for a Group allocated by its caller (a Map's split).
+func (g *Group) init(ctx context.Context, pool *Pool, opts []GroupOption) {
+	g.pool = pool
 	if ctx == nil {
 		ctx = context.Background()
 		g.cfgErr = invalid("nil context")
@@ -117,7 +124,6 @@ func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, con
 	if pool != nil && g.limit > pool.workers.max.Load() {
 		pool.limitAboveBound(g.limit)
 	}
-	return g, g.ctx
 }
 
 // Go runs fn on the pool as a task of the group, waiting for room in the
@@ -126,6 +132,10 @@ func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, con
 // ErrNilFunc. The error is also recorded in the group, so that Wait reports
 // it even if the caller ignores it.
 func (g *Group) Go(fn func() error, opts ...TaskOption) error {
+	if fn == nil && g.cfgErr == nil {
+		g.record(ErrNilFunc)
+		return ErrNilFunc
+	}
 	err := g.submit(fn, opts, true)
 	if err != nil {
 		g.record(err)
@@ -137,15 +147,17 @@ func (g *Group) Go(fn func() error, opts ...TaskOption) error {
 // queue or the group's Limit has no room. Its refusals are not recorded in
 // the group.
 func (g *Group) TryGo(fn func() error, opts ...TaskOption) error {
+	if fn == nil && g.cfgErr == nil {
+		return ErrNilFunc
+	}
 	return g.submit(fn, opts, false)
 }
 
+// submit queues fn as a task of the group; a nil fn is a runner of the
+// group's Map or ForEach.
 func (g *Group) submit(fn func() error, opts []TaskOption, block bool) error {
 	if g.cfgErr != nil {
 		return g.cfgErr
-	}
-	if fn == nil {
-		return ErrNilFunc
 	}
 	var tc taskConfig
 	if len(opts) > 0 {
@@ -250,6 +262,9 @@ func (g *Group) run(fn func() error, name string, hard bool) (State, error, *Pan
 			return Succeeded, nil, nil // a runner too late for a finished call
 		}
 		return Canceled, context.Cause(g.ctx), nil
+	}
+	if fn == nil { // a runner of the group's Map or ForEach
+		fn = g.split.runner
 	}
 	err, pe := callGroup(fn, name)
 	switch {

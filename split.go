@@ -3,6 +3,7 @@ package crew
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -38,14 +39,19 @@ import (
 // is unchanged. The caller returns once every participant that joined has
 // left; runners still queued then find the work done and end at once.
 type split struct {
+	group Group // the call's, in the same allocation
 	g     *Group
 	p     *Pool
 	n     int64
 	body  func(ctx context.Context, i int) error
-	parts int64 // participants, caller included: the guided divisor
-	run   func() error
-	done  chan struct{} // closed by the last participant to leave
-	stop  atomic.Bool   // a participant stopped with elements left unrun
+	parts int64       // participants, caller included: the guided divisor
+	stop  atomic.Bool // a participant stopped with elements left unrun
+
+	// The caller waits for the runners still inside when it is done, on a
+	// channel made only then: the last runner out closes it.
+	mu   sync.Mutex
+	out  bool // the last participant has left
+	done chan struct{}
 
 	_    [64]byte
 	next atomic.Int64 // the first unclaimed index
@@ -59,7 +65,9 @@ const liveClosed = 1 << 62
 // runSplit is Map and ForEach: it calls body for every index below n, on
 // pool, as described on split, and returns what the group's Wait would.
 func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context, int) error, opts []GroupOption) error {
-	g, _ := NewGroup(ctx, pool, opts...)
+	s := &split{n: int64(n), body: body, parts: 1}
+	g := &s.group
+	g.init(ctx, pool, opts)
 	if g.cfgErr != nil {
 		return g.cfgErr
 	}
@@ -75,8 +83,7 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 	if ctx.Err() != nil {
 		return g.end(true)
 	}
-	s := &split{g: g, p: p, n: int64(n), body: body, parts: 1}
-	g.split = s
+	s.g, s.p, g.split = g, p, s
 	if p.paused.Load() {
 		return s.delegate()
 	}
@@ -85,9 +92,7 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 		return s.delegate()
 	}
 	s.help(lent)
-	if s.done != nil {
-		<-s.done
-	}
+	s.waitRunners()
 	return g.inOrder(g.end(false))
 }
 
@@ -135,9 +140,8 @@ func (s *split) delegate() error {
 	}
 	s.parts = k
 	s.live.Store(0)
-	s.run = s.runner
 	for range k {
-		if err := g.submit(s.run, nil, true); err != nil {
+		if err := g.submit(nil, nil, true); err != nil {
 			g.record(err)
 			break
 		}
@@ -159,11 +163,9 @@ func (s *split) recruit() {
 	if k <= 1 {
 		return
 	}
-	s.done = make(chan struct{})
-	s.run = s.runner
 	for range k - 1 {
 		g.pending.Add(1)
-		it := item{g: g, efn: s.run, name: g.name}
+		it := item{g: g, name: g.name} // no function: a runner (Group.run)
 		if p.level.Load() != levelOpen || p.offer(&it) != pushed {
 			g.pending.Add(-1)
 			return
@@ -291,9 +293,27 @@ func (s *split) leave() {
 	if s.next.Load() >= s.n {
 		s.live.Or(liveClosed)
 	}
-	if s.live.Add(-1) == liveClosed && s.done != nil {
-		close(s.done)
+	if s.live.Add(-1) == liveClosed {
+		s.mu.Lock()
+		s.out = true
+		if s.done != nil {
+			close(s.done)
+		}
+		s.mu.Unlock()
 	}
+}
+
+// waitRunners waits, once the caller has left, for the runners still
+// inside.
+func (s *split) waitRunners() {
+	s.mu.Lock()
+	if s.out {
+		s.mu.Unlock()
+		return
+	}
+	s.done = make(chan struct{})
+	s.mu.Unlock()
+	<-s.done
 }
 
 // finished reports whether every index has been claimed: a runner queued
