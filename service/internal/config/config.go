@@ -47,7 +47,7 @@ type Config struct {
 	NATSConsumer   string        // the durable pull consumer every crewd shares
 	NATSBucket     string        // the key-value bucket of job records
 	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
-	NATSMaxDeliver int           // deliveries of one job before it is given up; 0 for no limit
+	JobMaxAttempts int           // runs of one durable job started before it is given up; 0 for no limit
 }
 
 // NATSOff is the -nats-url that keeps jobs in memory, without NATS.
@@ -129,7 +129,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
 	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-records and -job-record-ttl")
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
-	num(&c.NATSMaxDeliver, "nats-max-deliver", "deliveries of one job before it is given up as failed; 0: no limit")
+	num(&c.JobMaxAttempts, "job-max-attempts", "runs of one job (through JetStream) started and interrupted (a crash, a hard stop) before it is failed instead of run again; 0: no limit")
 
 	// Environment first, so that flags given on the command line win.
 	var envErr error
@@ -239,8 +239,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-bucket %q: want letters, digits, - and _", c.NATSBucket)
 	case c.NATSAckWait < time.Second:
 		return fmt.Errorf("-nats-ack-wait %v: want at least 1s", c.NATSAckWait)
-	case c.NATSMaxDeliver < 0:
-		return fmt.Errorf("-nats-max-deliver %d: want 0 (no limit) or more", c.NATSMaxDeliver)
+	case c.JobMaxAttempts < 0:
+		return fmt.Errorf("-job-max-attempts %d: want 0 (no limit) or more", c.JobMaxAttempts)
 	}
 	if c.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {

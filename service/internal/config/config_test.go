@@ -99,7 +99,7 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{args: []string{"-nats-consumer", ""}, want: "-nats-consumer"},
 		{args: []string{"-nats-bucket", "a b"}, want: "-nats-bucket"},
 		{args: []string{"-nats-ack-wait", "100ms"}, want: "-nats-ack-wait 100ms"},
-		{args: []string{"-nats-max-deliver", "-1"}, want: "-nats-max-deliver -1"},
+		{args: []string{"-job-max-attempts", "-1"}, want: "-job-max-attempts -1"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

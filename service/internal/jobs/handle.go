@@ -22,7 +22,8 @@ var errTimedOut = errors.New("job timed out")
 // it for a later run. It is idempotent: a job whose record is already
 // terminal is acked without running again. A run that ends, whatever its
 // outcome (succeeded, failed, timed_out), is recorded and acked: a job is
-// run again only when its run was interrupted, never for failing.
+// run again only when its run was interrupted, never for failing, and at
+// most MaxAttempts runs are started.
 func (r *JetStreamRunner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	if md, err := m.Raw().Metadata(); err == nil {
@@ -70,8 +71,10 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	if err != nil {
 		return r.finish(wctx, rec, Failed, nil, err.Error())
 	}
-	if r.maxDeliver > 0 && d.attempt > r.maxDeliver {
-		return r.finish(wctx, rec, Failed, nil, fmt.Sprintf("given up: delivered %d times, at most %d allowed", d.attempt, r.maxDeliver))
+	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
+		// Its runs were all interrupted: a job that kills its process would
+		// otherwise be retried for ever.
+		return r.finish(wctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
 	rec.State, rec.Attempts, rec.Error = Running, rec.Attempts+1, ""
 	if err := r.put(wctx, rec); err != nil {

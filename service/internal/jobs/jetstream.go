@@ -36,7 +36,7 @@ type JetStreamRunner struct {
 	subject string // the stream's subject prefix, "jobs."
 
 	defaultTimeout, maxTimeout time.Duration
-	maxDeliver                 int
+	maxAttempts                int
 	log                        *slog.Logger
 	counts                     outcomeCounts
 }
@@ -51,8 +51,8 @@ type JetStreamConfig struct {
 	Records   int           // the bucket's bound on records
 	RecordTTL time.Duration // the bucket's TTL
 
-	AckWait    time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered
-	MaxDeliver int           // a job delivered more often is failed without running; 0 for no limit
+	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered
+	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
 
 	DefaultTimeout, MaxTimeout time.Duration // as in PoolRunner
 
@@ -64,12 +64,12 @@ type JetStreamConfig struct {
 // are, whatever cfg says, so that an operator may create them (replicated,
 // say) beforehand; the settings in force are logged.
 func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStreamConfig) (*JetStreamRunner, error) {
-	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxDeliver < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout {
+	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
 	r := &JetStreamRunner{
 		js: js, subject: cfg.Stream + ".",
-		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxDeliver: cfg.MaxDeliver, log: cfg.Log,
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
 	}
 	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
@@ -91,7 +91,8 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
 			// Deliveries are not bounded here: a message the server stops
-			// delivering would sit in the stream for ever. Handle bounds them.
+			// delivering would sit in the stream for ever. Handle bounds
+			// the runs instead, counted in the record.
 			MaxDeliver: -1,
 		})
 	}, func() (jetstream.Consumer, error) { return stream.Consumer(ctx, cfg.Consumer) }, jetstream.ErrConsumerExists)
@@ -128,7 +129,7 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 	if r.log != nil {
 		ci := r.cons.CachedInfo()
 		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
-			"ack_wait", ci.Config.AckWait.String(), "max_deliver", cfg.MaxDeliver}
+			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
 		if s, err := js.Stream(ctx, "KV_"+cfg.Bucket); err == nil {
 			bc := s.CachedInfo().Config
 			args = append(args, "record_ttl", bc.MaxAge.String(), "records", bc.MaxMsgs)
@@ -166,6 +167,9 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 	if err != nil {
 		return Record{}, err
 	}
+	if err := r.connected(); err != nil {
+		return Record{}, err
+	}
 	rec := Record{ID: newID(), Kind: spec.Kind, State: Queued, Created: time.Now()}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -189,7 +193,19 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 
 // Get implements Runner, from the bucket: any crewd answers for any job.
 func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
+	if err := r.connected(); err != nil {
+		return Record{}, err
+	}
 	return r.load(ctx, id)
+}
+
+// connected refuses at once, rather than after a request's timeout, while
+// the connection is down.
+func (r *JetStreamRunner) connected() error {
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
+	}
+	return nil
 }
 
 // load reads a record.

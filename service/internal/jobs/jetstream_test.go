@@ -185,12 +185,12 @@ func TestJetStreamSubmitRefuses(t *testing.T) {
 // TestJetStreamHandleIsIdempotent: a redelivered job already finished is
 // acked without running; an interrupted run is queued again and runs
 // again, counted; a job whose record expired runs and is recorded anew; a
-// message that is no job is failed and acked, never retried; a job
-// delivered more than allowed is failed without running.
+// message that is no job is failed and acked, never retried; a job whose
+// runs were interrupted as often as allowed is failed without running.
 func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
-	cfg.MaxDeliver = 3
+	cfg.MaxAttempts = 3
 	r := c.runner(t, cfg)
 	ctx := context.Background()
 	spec := func(s jobs.Spec) []byte {
@@ -253,15 +253,24 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Delivered more than allowed: failed without running.
+	// Interrupted as often as allowed: failed without running again.
 	rec = submit(t, r, long)
+	for attempt := 1; attempt <= 3; attempt++ {
+		runCtx, cancel := context.WithCancel(ctx)
+		go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long), attempt) }()
+		eventually(t, r, rec.ID, jobs.Running)
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("an interrupted run returned nil")
+		}
+	}
 	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long), 4); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 0 || !strings.Contains(got.Error, "delivered 4 times") {
-		t.Fatalf("over-delivered job: %+v", got)
+	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, none finished") {
+		t.Fatalf("a job interrupted 3 times: %+v", got)
 	}
-	if o := r.Outcomes(); o.Succeeded != 2 || o.Requeued != 1 || o.Skipped != 1 || o.Failed != 4 {
+	if o := r.Outcomes(); o.Succeeded != 2 || o.Requeued != 4 || o.Skipped != 1 || o.Failed != 4 {
 		t.Fatalf("outcomes %+v", o)
 	}
 }
