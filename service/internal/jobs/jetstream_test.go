@@ -253,6 +253,23 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Interrupted after another run of the same job (a redelivery after a
+	// lost lease) has finished it: the record stays finished.
+	rec = submit(t, r, long)
+	runCtx, cancel = context.WithCancel(ctx)
+	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long), 1) }()
+	eventually(t, r, rec.ID, jobs.Running)
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(factorial(3)), 2); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("an interrupted run returned nil")
+	}
+	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 || got.Result.(json.Number) != "6" {
+		t.Fatalf("the interrupted run undid the other's end: %+v", got)
+	}
+
 	// Interrupted as often as allowed: failed without running again.
 	rec = submit(t, r, long)
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -270,7 +287,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, none finished") {
 		t.Fatalf("a job interrupted 3 times: %+v", got)
 	}
-	if o := r.Outcomes(); o.Succeeded != 2 || o.Requeued != 4 || o.Skipped != 1 || o.Failed != 4 {
+	if o := r.Outcomes(); o.Succeeded != 3 || o.Requeued != 5 || o.Skipped != 1 || o.Failed != 4 {
 		t.Fatalf("outcomes %+v", o)
 	}
 }
