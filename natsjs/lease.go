@@ -18,13 +18,15 @@ import (
 // gives it out again), a running one has its handler's context cancelled
 // with ErrLeaseLost.
 
+var errDisconnected = errors.New("natsjs: disconnected")
+
 // renewLeases renews every held message whose lease is due. Called by Run
 // only.
 func (s *Source) renewLeases(now time.Time) {
 	s.mu.Lock()
 	due := s.scratch[:0]
 	for m := s.head; m != nil; m = m.next {
-		if now.Sub(m.leased) >= s.renewAfter {
+		if !m.lost && now.Sub(m.leased) >= s.renewAfter {
 			due = append(due, m)
 		}
 	}
@@ -34,6 +36,9 @@ func (s *Source) renewLeases(now time.Time) {
 			continue
 		}
 		err := m.raw.InProgress()
+		if err == nil && s.o.conn != nil && !s.o.conn.IsConnected() {
+			err = errDisconnected // buffered, not sent: the lease is not renewed
+		}
 		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			continue // settled meanwhile
 		}
@@ -43,8 +48,8 @@ func (s *Source) renewLeases(now time.Time) {
 			m.leased = now
 		} else if now.Sub(m.leased) >= s.ackWait {
 			lost = true
+			m.lost = true
 		}
-		mc := m.ctx
 		s.mu.Unlock()
 		if err == nil {
 			s.c.heartbeats.Add(1)
@@ -58,7 +63,7 @@ func (s *Source) renewLeases(now time.Time) {
 			s.c.leasesLost.Add(1)
 			s.logWarn("lease lost while waiting; dropped", m, err)
 			s.release(m)
-		} else if mc != nil {
+		} else if mc := m.ctx.Load(); mc != nil {
 			if mc.cancelWith(ErrLeaseLost) {
 				s.c.leasesLost.Add(1)
 			}
