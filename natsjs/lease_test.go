@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
 )
 
@@ -85,5 +86,46 @@ func TestLeaseLostCancelsTheHandler(t *testing.T) {
 	eventually(t, 20*time.Second, "redelivered and acked", func() bool { return src.Stats().Acked == 1 })
 	if st := src.Stats(); st.LeasesLost != 1 || st.Naked != 0 || st.Redelivered != 1 {
 		t.Fatalf("stats: %v", st)
+	}
+}
+
+// TestHandlerIgnoringItsContextDoesNotHoldTheMessage: once the pool's task
+// timeout cancelled a handler that goes on regardless, its lease is no
+// longer renewed, and the message comes back to another consumer after
+// AckWait instead of staying stuck (River #1258).
+func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	pool, err := crew.New(crew.WithWorkers(1), crew.WithTaskTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	release := make(chan struct{})
+	var started atomic.Int32
+	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		started.Add(1)
+		<-release // ignores ctx
+		return nil
+	})
+	run(t, a)
+	eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
+	var attempt atomic.Int32
+	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		attempt.Store(int32(m.Attempt()))
+		return nil
+	})
+	run(t, b)
+	eventually(t, 10*time.Second, "b runs it after AckWait", func() bool { return b.Stats().Acked == 1 })
+	if attempt.Load() != 2 {
+		t.Fatalf("b saw attempt %d, want 2", attempt.Load())
+	}
+	close(release)
+	eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
+	if hb := a.Stats().Heartbeats; hb > 1 {
+		t.Fatalf("%d heartbeats after the task's timeout, want none", hb)
 	}
 }

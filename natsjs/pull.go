@@ -3,8 +3,6 @@ package natsjs
 import (
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -45,11 +43,6 @@ import (
 // reconnect is not hammered with requests.
 const pullRetry = 250 * time.Millisecond
 
-var debugPull = os.Getenv("DEBUGPULL") != ""
-var debugN, debugF int
-
-var thresholdDiv = func() int { n, _ := strconv.Atoi(os.Getenv("TDIV")); return max(n, 1) }()
-
 // pull sends a pull request when the credit allows. Called by Run only.
 func (s *Source) pull() {
 	if s.o.conn != nil && !s.o.conn.IsConnected() {
@@ -74,13 +67,7 @@ func (s *Source) pull() {
 		return
 	}
 	credit := free + s.o.window - unstarted - s.requested
-	if debugPull {
-		debugN++
-		if debugN%500 == 0 {
-			println("busy", st.Busy, "workers", st.Workers, "queued", st.Queued, "unstarted", unstarted, "requested", s.requested, "fetches", s.fetches, "credit", credit, "held", s.held)
-		}
-	}
-	threshold := max(1, (st.MaxWorkers+s.o.window)/thresholdDiv)
+	threshold := max(1, (st.MaxWorkers+s.o.window)/2)
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}
@@ -95,21 +82,10 @@ func (s *Source) fetch(n int) {
 	defer cancel()
 	got := 0
 	batch, err := s.cons.Fetch(n, jetstream.FetchContext(ctx))
-	t0 := time.Now()
-	var tfirst time.Duration
 	if err == nil {
 		for jm := range batch.Messages() {
-			if got == 0 {
-				tfirst = time.Since(t0)
-			}
 			got++
 			s.receive(jm)
-		}
-		if debugPull {
-			debugF++
-			if debugF%100 == 0 {
-				println("fetch n", n, "got", got, "first", tfirst.String(), "all", time.Since(t0).String())
-			}
 		}
 		err = batch.Error()
 	}

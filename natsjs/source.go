@@ -40,10 +40,10 @@ type Source struct {
 	// serverMaxDeliver is the consumer's MaxDeliver (0: none): after that
 	// delivery the server gives the message to no one, nak or not.
 	serverMaxDeliver int
-	renewAfter time.Duration
-	tickEvery  time.Duration
-	stream     string
-	consumer   string
+	renewAfter       time.Duration
+	tickEvery        time.Duration
+	stream           string
+	consumer         string
 
 	unstarted atomic.Int64 // received and not yet started or handed back
 	wake      chan struct{}
@@ -303,6 +303,12 @@ func (s *Source) handBack(m *Msg, why string) bool {
 	s.release(m)
 	return true
 }
+
+// Stream returns the name of the consumer's stream.
+func (s *Source) Stream() string { return s.stream }
+
+// Consumer returns the consumer's name.
+func (s *Source) Consumer() string { return s.consumer }
 
 // Lag returns the consumer's lag as the server sees it now: messages not yet
 // delivered plus messages delivered and not yet acked.

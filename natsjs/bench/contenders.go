@@ -41,10 +41,15 @@ func startFloor(_ *nats.Conn, js jetstream.JetStream, consumer string, concurren
 	}, nil
 }
 
-var crewWindow = natsjs.DefaultWindow
+// startCrew runs a natsjs.Source on a pool of concurrency workers, with the
+// window window(concurrency).
+func startCrew(window func(concurrency int) int) startFunc {
+	return func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+		return startCrewWindow(js, consumer, concurrency, window(concurrency), handle)
+	}
+}
 
-// startCrew runs a natsjs.Source on a pool of concurrency workers.
-func startCrew(_ *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+func startCrewWindow(js jetstream.JetStream, consumer string, concurrency, window int, handle func([]byte)) (func() error, error) {
 	cons, err := js.Consumer(context.Background(), "bench", consumer)
 	if err != nil {
 		return nil, err
@@ -56,7 +61,7 @@ func startCrew(_ *nats.Conn, js jetstream.JetStream, consumer string, concurrenc
 	src, err := natsjs.New(pool, cons, func(_ context.Context, m *natsjs.Msg) error {
 		handle(m.Data())
 		return nil
-	}, natsjs.WithWindow(crewWindow))
+	}, natsjs.WithWindow(window))
 	if err != nil {
 		return nil, err
 	}

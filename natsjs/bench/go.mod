@@ -14,6 +14,7 @@ require (
 	github.com/crew-go/crew/natsjs v0.0.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

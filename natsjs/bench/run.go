@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,12 +35,17 @@ type config struct {
 // returns once it consumes no more.
 type contender struct {
 	name  string
-	start func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (stop func() error, err error)
+	start startFunc
 }
+
+type startFunc func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (stop func() error, err error)
 
 var contenders = []contender{
 	{"floor: Consume + semaphore", startFloor},
-	{"crew: natsjs.Source", startCrew},
+	{"crew: natsjs.Source, window 2 (default)", startCrew(func(int) int { return natsjs.DefaultWindow })},
+	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c })},
+	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c })},
+
 	{"watermill-nats/v2 jetstream", startWatermill},
 }
 
@@ -87,7 +93,7 @@ func run(cfg config, log io.Writer) ([]result, error) {
 			for k := range contenders {
 				i := (k + round) % len(contenders)
 				c := contenders[i]
-				if cfg.only != "" && (i > 0 || os.Getenv("BENCH_NOFLOOR") != "") && !strings.Contains(c.name, cfg.only) {
+				if cfg.only != "" && i > 0 && !strings.Contains(c.name, cfg.only) {
 					continue
 				}
 				r, err := throughput(nc, js, c, cfg, work)
