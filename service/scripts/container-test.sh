@@ -49,6 +49,7 @@ id="$(job '{"kind":"sleep","duration":"300ms"}')"
 [ -n "$id" ] || fail "no job id"
 metrics="$(curl -fsS "$admin/metrics")" || fail "/metrics"
 grep -q '^crew_workers{pool="crewd"}' <<<"$metrics" || fail "/metrics has no crew_workers"
+grep -q '^natsjs_consumer_lag{consumer="crewd",stream="jobs"}' <<<"$metrics" || fail "/metrics has no natsjs_consumer_lag"
 
 docker stop -t 15 "$name" >/dev/null
 code="$(docker inspect -f '{{.State.ExitCode}}' "$name")"

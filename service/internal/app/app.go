@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
@@ -118,7 +119,11 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		}
 		a.Jobs, a.Ready = d.runner, d.ready
 		where = d.where(cfg)
-		// NATSPROM: register the Source collector here once natsjs/natsprom exists.
+		sourceMetrics, err := natsprom.NewCollector(d.source)
+		if err != nil {
+			panic(err) // no options: cannot fail
+		}
+		reg.MustRegister(sourceMetrics)
 	} else {
 		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
