@@ -9,6 +9,6 @@ import (
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
 // HandleDelivery runs Handle's logic on a delivery made up by a test.
-func (r *JetStreamRunner) HandleDelivery(ctx context.Context, subject string, data []byte, attempt int) error {
-	return r.handle(ctx, delivery{subject: subject, data: data, attempt: attempt, published: time.Now()})
+func (r *JetStreamRunner) HandleDelivery(ctx context.Context, subject string, data []byte) error {
+	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now()})
 }

@@ -29,14 +29,13 @@ func (r *JetStreamRunner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	if md, err := m.Raw().Metadata(); err == nil {
 		published = md.Timestamp
 	}
-	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), attempt: m.Attempt(), published: published})
+	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), published: published})
 }
 
 // delivery is what handle needs of a message.
 type delivery struct {
 	subject   string
 	data      []byte
-	attempt   int
 	published time.Time
 }
 

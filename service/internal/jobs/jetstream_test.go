@@ -211,7 +211,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	rec := submit(t, r, long)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long), 1) }()
+	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
 	eventually(t, r, rec.ID, jobs.Running)
 	cancel()
 	if err := <-done; err == nil {
@@ -221,7 +221,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	if got.Attempts != 1 || !strings.Contains(got.Error, "interrupted") {
 		t.Fatalf("interrupted record: %+v", got)
 	}
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(sleep(time.Millisecond)), 2); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(sleep(time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 || got.Error != "" {
@@ -229,7 +229,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	}
 
 	// Finished already: not run again (a sleep of a minute would hang here).
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long), 3); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long)); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 {
@@ -237,7 +237,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	}
 
 	// No record (expired): the message is the job.
-	if err := r.HandleDelivery(ctx, "jobs.00000000000000aa", spec(factorial(5)), 1); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs.00000000000000aa", spec(factorial(5))); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, "00000000000000aa", jobs.Succeeded); got.Kind != "factorial" || got.Result.(json.Number) != "120" || got.Created.IsZero() {
@@ -250,14 +250,14 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 		"00000000000000cc": spec(jobs.Spec{Kind: "dance"}),
 		"00000000000000dd": []byte(`{"kind":"sleep","duration":"1s","colour":"red"}`),
 	} {
-		if err := r.HandleDelivery(ctx, "jobs."+id, data, 1); err != nil {
+		if err := r.HandleDelivery(ctx, "jobs."+id, data); err != nil {
 			t.Fatalf("%s: %v: a bad job would be retried for ever", data, err)
 		}
 		if got := eventually(t, r, id, jobs.Failed); got.Error == "" {
 			t.Fatalf("%s: %+v", data, got)
 		}
 	}
-	if err := r.HandleDelivery(ctx, "elsewhere.x", nil, 1); err != nil {
+	if err := r.HandleDelivery(ctx, "elsewhere.x", nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -265,9 +265,9 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	// lost lease) has finished it: the record stays finished.
 	rec = submit(t, r, long)
 	runCtx, cancel = context.WithCancel(ctx)
-	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long), 1) }()
+	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
 	eventually(t, r, rec.ID, jobs.Running)
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(factorial(3)), 2); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(factorial(3))); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -280,16 +280,16 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 
 	// Interrupted as often as allowed: failed without running again.
 	rec = submit(t, r, long)
-	for attempt := 1; attempt <= 3; attempt++ {
+	for range 3 {
 		runCtx, cancel := context.WithCancel(ctx)
-		go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long), attempt) }()
+		go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
 		eventually(t, r, rec.ID, jobs.Running)
 		cancel()
 		if err := <-done; err == nil {
 			t.Fatal("an interrupted run returned nil")
 		}
 	}
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long), 4); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long)); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, none finished") {
