@@ -3,6 +3,7 @@ package natsjs_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,6 +113,8 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 		return nil
 	})
 	run(t, a)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before a's Shutdown
 	eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
 	var attempt atomic.Int32
 	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
@@ -120,10 +123,12 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 	})
 	run(t, b)
 	eventually(t, 10*time.Second, "b runs it after AckWait", func() bool { return b.Stats().Acked == 1 })
-	if attempt.Load() != 2 {
-		t.Fatalf("b saw attempt %d, want 2", attempt.Load())
+	// a may have taken it back once or twice through its window before
+	// finding the pool stalled; what matters is that it is not stuck.
+	if attempt.Load() < 2 {
+		t.Fatalf("b saw attempt %d, want a redelivery", attempt.Load())
 	}
-	close(release)
+	once.Do(func() { close(release) })
 	eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
 	if hb := a.Stats().Heartbeats; hb > 1 {
 		t.Fatalf("%d heartbeats after the task's timeout, want none", hb)
