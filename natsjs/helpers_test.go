@@ -185,6 +185,7 @@ func run(t testing.TB, src *natsjs.Source) {
 		defer cancel()
 		if err := src.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
+			return // Run is stuck with a handler: do not wait for it
 		}
 		if err := <-errc; err != nil {
 			t.Errorf("Run: %v", err)

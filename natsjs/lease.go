@@ -13,18 +13,47 @@ import (
 // loop from one scan of the held list, with no timer per message. A slow
 // handler therefore costs a heartbeat every few seconds, not a storm of them
 // (nats.go #1726), and a message waiting for a slot never ages out
-// unnoticed (nats.go #1929). A handler whose context the pool cancelled
+// unnoticed (nats.go #1929), unless no handler started for a whole AckWait
+// (handBackStalled). A handler whose context the pool cancelled
 // gets no more renewals: ignoring its context cannot hold a message for
 // ever. When renewals fail for a whole AckWait the
 // lease is lost: a waiting message is dropped without a nak (the server
 // gives it out again), a running one has its handler's context cancelled
 // with ErrLeaseLost.
 
+// handBackStalled hands back the messages that have waited a whole
+// AckWait while no handler of this Source started: the pool is stuck (its
+// workers taken by handlers that ignore their cancellation) or taken by
+// other work, and renewing would hold them for ever. Until a handler starts
+// again the Source pulls without a window, so that it does not take them
+// straight back.
+func (s *Source) handBackStalled(now time.Time) {
+	if now.Sub(time.Unix(0, s.lastStart.Load())) < s.ackWait {
+		return
+	}
+	s.mu.Lock()
+	var back []*Msg
+	for m := s.head; m != nil; m = m.next {
+		if m.state.Load() == waiting && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
+			back = append(back, m)
+		}
+	}
+	s.mu.Unlock()
+	if len(back) == 0 {
+		return
+	}
+	s.stalled.Store(true)
+	for _, m := range back {
+		s.handBack(m, "no handler started for an AckWait")
+	}
+}
+
 var errDisconnected = errors.New("natsjs: disconnected")
 
 // renewLeases renews every held message whose lease is due. Called by Run
 // only.
 func (s *Source) renewLeases(now time.Time) {
+	s.handBackStalled(now)
 	s.mu.Lock()
 	due := s.scratch[:0]
 	for m := s.head; m != nil; m = m.next {

@@ -3,6 +3,8 @@ package natsjs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,40 +94,52 @@ func TestLeaseLostCancelsTheHandler(t *testing.T) {
 // TestHandlerIgnoringItsContextDoesNotHoldTheMessage: once the pool's task
 // timeout cancelled a handler that goes on regardless, its lease is no
 // longer renewed, and the message comes back to another consumer after
-// AckWait instead of staying stuck (River #1258).
+// AckWait instead of staying stuck (River #1258). With a window, the stuck
+// Source may take it back first; it hands it back once it has waited an
+// AckWait with no handler started.
 func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
-	e := newEnv(t)
-	e.stream(t, "jobs", "jobs.>")
-	const ackWait = time.Second
-	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
-	e.publish(t, "jobs.a", 1)
-	pool, err := crew.New(crew.WithWorkers(1), crew.WithTaskTimeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Close() })
-	release := make(chan struct{})
-	var started atomic.Int32
-	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
-		started.Add(1)
-		<-release // ignores ctx
-		return nil
-	})
-	run(t, a)
-	eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
-	var attempt atomic.Int32
-	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
-		attempt.Store(int32(m.Attempt()))
-		return nil
-	})
-	run(t, b)
-	eventually(t, 10*time.Second, "b runs it after AckWait", func() bool { return b.Stats().Acked == 1 })
-	if attempt.Load() != 2 {
-		t.Fatalf("b saw attempt %d, want 2", attempt.Load())
-	}
-	close(release)
-	eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
-	if hb := a.Stats().Heartbeats; hb > 1 {
-		t.Fatalf("%d heartbeats after the task's timeout, want none", hb)
+	for _, window := range []int{0, 2} {
+		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) {
+			e := newEnv(t)
+			e.stream(t, "jobs", "jobs.>")
+			const ackWait = time.Second
+			cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+			e.publish(t, "jobs.a", 1)
+			pool, err := crew.New(crew.WithWorkers(1), crew.WithTaskTimeout(200*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pool.Close() })
+			release := make(chan struct{})
+			var started atomic.Int32
+			a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+				started.Add(1)
+				<-release // ignores ctx
+				return nil
+			}, natsjs.WithWindow(window))
+			run(t, a)
+			var once sync.Once
+			t.Cleanup(func() { once.Do(func() { close(release) }) }) // before a's Shutdown
+			eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
+			var attempt atomic.Int32
+			b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+				attempt.Store(int32(m.Attempt()))
+				return nil
+			})
+			run(t, b)
+			eventually(t, 10*time.Second, "b runs it", func() bool { return b.Stats().Acked == 1 })
+			st := a.Stats()
+			if window == 0 {
+				// Nothing waits in a: the running copy alone, never renewed
+				// after its timeout (200 ms, before the first renewal).
+				if attempt.Load() != 2 || st.Heartbeats != 0 {
+					t.Fatalf("b saw attempt %d; a: %v", attempt.Load(), st)
+				}
+			} else if attempt.Load() < 2 || (st.Received > 1 && st.HandedBack == 0) {
+				t.Fatalf("b saw attempt %d; a: %v", attempt.Load(), st)
+			}
+			once.Do(func() { close(release) })
+			eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
+		})
 	}
 }

@@ -34,6 +34,7 @@ type Msg struct {
 
 	// Guarded by src.mu: the list of held messages and the lease.
 	prev, next *Msg
+	received   time.Time // delivery
 	leased     time.Time // last delivery or renewal
 	lost       bool      // the lease could not be renewed for a whole AckWait
 

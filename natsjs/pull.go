@@ -66,8 +66,12 @@ func (s *Source) pull() {
 	if s.stopping || (!s.retryAt.IsZero() && time.Now().Before(s.retryAt)) {
 		return
 	}
-	credit := free + s.o.window - unstarted - s.requested
-	threshold := max(1, (st.MaxWorkers+s.o.window)/2)
+	window := s.o.window
+	if s.stalled.Load() {
+		window = 0 // see renewLeases
+	}
+	credit := free + window - unstarted - s.requested
+	threshold := max(1, (st.MaxWorkers+window)/2)
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}
@@ -141,7 +145,7 @@ func (s *Source) receive(jm jetstream.Msg) {
 	s.unstarted.Add(1)
 	s.mu.Lock()
 	s.requested--
-	m.leased = now
+	m.received, m.leased = now, now
 	s.link(m)
 	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()

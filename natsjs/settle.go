@@ -36,6 +36,11 @@ func (m *Msg) run(ctx context.Context) error {
 		return nil // handed back by a stop, or its lease lost while waiting
 	}
 	s.unstarted.Add(-1)
+	s.lastStart.Store(time.Now().UnixNano())
+	if s.stalled.Load() {
+		s.stalled.Store(false)
+		s.signal()
+	}
 	mc := &msgContext{Context: ctx}
 	m.ctx.Store(mc)
 

@@ -46,6 +46,8 @@ type Source struct {
 	consumer         string
 
 	unstarted atomic.Int64 // received and not yet started or handed back
+	lastStart atomic.Int64 // when a handler last started, unix nanoseconds
+	stalled   atomic.Bool  // no start for an AckWait: no window (renewLeases)
 	wake      chan struct{}
 	done      chan struct{} // closed when Run returns
 	running   atomic.Bool
@@ -135,6 +137,7 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	s.submitCtx, s.cancelSubmit = context.WithCancel(ctx)
 	s.mu.Unlock()
+	s.lastStart.Store(time.Now().UnixNano())
 	stopWatch := context.AfterFunc(ctx, s.beginStop)
 	defer stopWatch()
 
