@@ -1,0 +1,113 @@
+package natsjs
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Leases. A held message, waiting or running, is renewed with InProgress
+// once its lease is older than the heartbeat fraction of AckWait, and then
+// once per such fraction: one renewal per message per period, sent by Run's
+// loop from one scan of the held list, with no timer per message. A slow
+// handler therefore costs a heartbeat every few seconds, not a storm of them
+// (nats.go #1726), and a message waiting for a slot never ages out
+// unnoticed (nats.go #1929), unless no handler started for a whole AckWait
+// (handBackStalled). A handler whose context the pool cancelled
+// gets no more renewals: ignoring its context cannot hold a message for
+// ever. When renewals fail for a whole AckWait the
+// lease is lost: a waiting message is dropped without a nak (the server
+// gives it out again), a running one has its handler's context cancelled
+// with ErrLeaseLost.
+
+// handBackStalled hands back the messages that have waited a whole
+// AckWait while no handler of this Source started: the pool is stuck (its
+// workers taken by handlers that ignore their cancellation) or taken by
+// other work, and renewing would hold them for ever. Until a handler starts
+// again the Source pulls without a window, so that it does not take them
+// straight back.
+func (s *Source) handBackStalled(now time.Time) {
+	if now.Sub(time.Unix(0, s.lastStart.Load())) < s.ackWait {
+		return
+	}
+	s.mu.Lock()
+	var back []*Msg
+	for m := s.head; m != nil; m = m.next {
+		if m.state.Load() == waiting && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
+			back = append(back, m)
+		}
+	}
+	s.mu.Unlock()
+	if len(back) == 0 {
+		return
+	}
+	s.stalled.Store(true)
+	for _, m := range back {
+		s.handBack(m, "no handler started for an AckWait")
+	}
+}
+
+var errDisconnected = errors.New("natsjs: disconnected")
+
+// renewLeases renews every held message whose lease is due. Called by Run
+// only.
+func (s *Source) renewLeases(now time.Time) {
+	s.handBackStalled(now)
+	s.mu.Lock()
+	due := s.scratch[:0]
+	for m := s.head; m != nil; m = m.next {
+		if m.lost || now.Sub(m.leased) < s.renewAfter {
+			continue
+		}
+		if mc := m.ctx.Load(); mc != nil && mc.Err() != nil {
+			// The pool cancelled it (timeout, hard stop) and the handler
+			// has not returned: its lease is left to lapse, so that a
+			// handler ignoring its context does not hold the message for
+			// ever (River #1258, jobs stuck running).
+			continue
+		}
+		due = append(due, m)
+	}
+	s.mu.Unlock()
+	for _, m := range due {
+		if m.state.Load() == handedBack {
+			continue
+		}
+		err := m.raw.InProgress()
+		if err == nil && s.o.conn != nil && !s.o.conn.IsConnected() {
+			err = errDisconnected // buffered, not sent: the lease is not renewed
+		}
+		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			continue // settled meanwhile
+		}
+		s.mu.Lock()
+		lost := false
+		if err == nil {
+			m.leased = now
+		} else if now.Sub(m.leased) >= s.ackWait {
+			lost = true
+			m.lost = true
+		}
+		s.mu.Unlock()
+		if err == nil {
+			s.c.heartbeats.Add(1)
+			continue
+		}
+		if !lost {
+			continue
+		}
+		if m.state.CompareAndSwap(waiting, handedBack) {
+			s.unstarted.Add(-1)
+			s.c.leasesLost.Add(1)
+			s.logWarn("lease lost while waiting; dropped", m, err)
+			s.release(m)
+		} else if mc := m.ctx.Load(); mc != nil {
+			if mc.cancelWith(ErrLeaseLost) {
+				s.c.leasesLost.Add(1)
+			}
+		}
+	}
+	clear(due)
+	s.scratch = due[:0]
+}
