@@ -129,7 +129,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
 		}, []string{"reason"})
 		reg.MustRegister(evicted)
-		store = jobs.NewStore(cfg.JobRecords, cfg.JobRecordTTL, log, func(reason string, n int) {
+		store = jobs.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
 			evicted.WithLabelValues(reason).Add(float64(n))
 		})
 		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}

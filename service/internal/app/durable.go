@@ -82,7 +82,7 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	defer cancel()
 	d.runner, err = jobs.NewJetStreamRunner(ctx, js, jobs.JetStreamConfig{
 		Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
-		Records: cfg.JobRecords, RecordTTL: cfg.JobRecordTTL,
+		Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
 		AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
 		DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		Log: log,

@@ -30,7 +30,7 @@ type Config struct {
 	RequestTimeout time.Duration // an online request's whole time
 	JobTimeout     time.Duration // a job's timeout unless it asks for less
 	MaxJobTimeout  time.Duration // the most a job may ask for
-	JobRecords     int           // job records kept at most
+	JobRecords     int           // job records kept at most; 0: the path's default (Records)
 	JobRecordTTL   time.Duration // a finished job's record is kept this long
 	RetryAfter     time.Duration // the Retry-After of a 503 for a full queue
 
@@ -74,7 +74,7 @@ func Default() Config {
 		RequestTimeout:  10 * time.Second,
 		JobTimeout:      30 * time.Second,
 		MaxJobTimeout:   5 * time.Minute,
-		JobRecords:      10000,
+		JobRecords:      0, // the path's own: MemoryJobRecords or JetStreamJobRecords
 		JobRecordTTL:    10 * time.Minute,
 		RetryAfter:      time.Second,
 		ShutdownDelay:   5 * time.Second,
@@ -114,7 +114,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.RequestTimeout, "request-timeout", "the whole time of an online request")
 	dur(&c.JobTimeout, "job-timeout", "a job's timeout unless it asks for one")
 	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout (or sleep) a job may ask for")
-	num(&c.JobRecords, "job-records", "job records kept at most: in memory the oldest finished are evicted first; in JetStream a new job is refused (503) while the bucket holds this many")
+	num(&c.JobRecords, "job-records", "job records kept at most (0: 10000 in memory, 200000 in JetStream): in memory the oldest finished are evicted first; in JetStream a new job is refused (503) while the bucket holds this many")
 	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this; in JetStream every record expires this long after its last change")
 	dur(&c.RetryAfter, "retry-after", "Retry-After of a 503 answered for a full queue")
 	dur(&c.ShutdownDelay, "shutdown-delay", "on SIGTERM, readiness fails this long before the listener closes, so that endpoints drop the pod")
@@ -204,8 +204,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-request-timeout %v: want more than 0", c.RequestTimeout)
 	case c.JobTimeout <= 0 || c.MaxJobTimeout < c.JobTimeout:
 		return fmt.Errorf("-job-timeout %v, -max-job-timeout %v: want 0 < job timeout <= max", c.JobTimeout, c.MaxJobTimeout)
-	case c.JobRecords < 1:
-		return fmt.Errorf("-job-records %d: want at least 1", c.JobRecords)
+	case c.JobRecords < 0:
+		return fmt.Errorf("-job-records %d: want 0 (the default) or more", c.JobRecords)
 	case c.JobRecordTTL <= 0:
 		return fmt.Errorf("-job-record-ttl %v: want more than 0", c.JobRecordTTL)
 	case c.RetryAfter < time.Second:
@@ -286,4 +286,24 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// The job records kept by default: in memory every new job looks at every
+// record, so few; in JetStream records are on disk (a few hundred bytes
+// each, 200,000 fit the chart's 256Mi store) and bound the sustained rate
+// of jobs to records / TTL (333 a second with a 10 m TTL).
+const (
+	MemoryJobRecords    = 10000
+	JetStreamJobRecords = 200000
+)
+
+// Records is -job-records, or the default of the jobs' path.
+func (c Config) Records(jetStream bool) int {
+	switch {
+	case c.JobRecords > 0:
+		return c.JobRecords
+	case jetStream:
+		return JetStreamJobRecords
+	}
+	return MemoryJobRecords
 }
