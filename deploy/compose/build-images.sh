@@ -7,7 +7,8 @@
 #   ${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin
 # and rebuilt only when its version is not the pin (about 45 s when built).
 # Usage: deploy/compose/build-images.sh [CREWD_TAG [NATS_TAG]]
-#        (default crewd:dev crew-nats:dev, the compose file's defaults)
+#        (default crewd:dev crew-nats:dev, the compose file's defaults;
+#        a tag "-" skips that image)
 set -euo pipefail
 cd "$(dirname "$0")"
 NATS_SERVER_VERSION=v2.15.2   # github.com/nats-io/nats-server/v2
@@ -28,9 +29,13 @@ fi
 
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
-cp "$bin/nats-server" nats/Dockerfile nats/nats.conf "$ctx/"
-mkdir "$ctx/data"
-# The legacy builder needs no buildx plugin; fall back to the default.
-DOCKER_BUILDKIT=0 docker build -q -t "$nats_tag" "$ctx" >/dev/null 2>&1 || docker build -q -t "$nats_tag" "$ctx" >/dev/null
-../../service/scripts/build-image.sh "$crewd_tag" >/dev/null
+if [ "$nats_tag" != - ]; then
+  cp "$bin/nats-server" nats/Dockerfile nats/nats.conf "$ctx/"
+  mkdir "$ctx/data"
+  # The legacy builder needs no buildx plugin; fall back to the default.
+  DOCKER_BUILDKIT=0 docker build -q -t "$nats_tag" "$ctx" >/dev/null 2>&1 || docker build -q -t "$nats_tag" "$ctx" >/dev/null
+fi
+if [ "$crewd_tag" != - ]; then
+  ../../service/scripts/build-image.sh "$crewd_tag" >/dev/null
+fi
 echo "$crewd_tag $nats_tag"
