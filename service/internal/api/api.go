@@ -29,6 +29,10 @@ type API struct {
 	Log            *slog.Logger
 	Metrics        *Metrics // may be nil
 
+	// Ready, if not nil, says why the pod cannot take work now (its NATS
+	// connection is down): /readyz answers 503 with the reason meanwhile.
+	Ready func() error
+
 	// Factorial computes the numbers' factorials for the online mode:
 	// crew by default; the benchmark swaps in errgroup and a goroutine per
 	// number.
@@ -84,6 +88,12 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.stopping.Load() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "stopping"})
 		return
+	}
+	if a.Ready != nil {
+		if err := a.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
@@ -160,7 +170,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
 		return
-	case errors.Is(err, jobs.ErrRecordsFull):
+	case errors.Is(err, jobs.ErrRecordsFull), errors.Is(err, jobs.ErrUnavailable):
 		w.Header().Set("Retry-After", a.retryAfter())
 		a.fail(w, r, http.StatusServiceUnavailable, err.Error())
 		return
@@ -174,9 +184,17 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	rec, ok := a.Jobs.Get(id)
-	if !ok {
+	rec, err := a.Jobs.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
 		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
+		return
+	case errors.Is(err, jobs.ErrUnavailable):
+		w.Header().Set("Retry-After", a.retryAfter())
+		a.fail(w, r, http.StatusServiceUnavailable, err.Error())
+		return
+	case err != nil:
+		a.poolError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)

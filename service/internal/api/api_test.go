@@ -3,10 +3,13 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,4 +273,56 @@ func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...strin
 	}
 	t.Fatalf("no %s%v", name, labels)
 	return nil
+}
+
+// TestReadyHook: /readyz fails with the reason while Ready says the pod
+// cannot take work, and recovers with it; liveness holds throughout.
+func TestReadyHook(t *testing.T) {
+	f := newFixture(t)
+	var down atomic.Bool
+	f.api.Ready = func() error {
+		if down.Load() {
+			return errors.New("NATS connection RECONNECTING")
+		}
+		return nil
+	}
+	if a := f.do(t, "GET", "/readyz", ""); a.code != 200 {
+		t.Fatalf("readyz: %d %v", a.code, a.body)
+	}
+	down.Store(true)
+	if a := f.do(t, "GET", "/readyz", ""); a.code != 503 || a.body["reason"] != "NATS connection RECONNECTING" {
+		t.Fatalf("readyz while not ready: %d %v", a.code, a.body)
+	}
+	if a := f.do(t, "GET", "/healthz", ""); a.code != 200 {
+		t.Fatalf("healthz while not ready: %d", a.code)
+	}
+	down.Store(false)
+	if a := f.do(t, "GET", "/readyz", ""); a.code != 200 {
+		t.Fatalf("readyz after: %d %v", a.code, a.body)
+	}
+}
+
+// unavailable is a Runner whose store cannot be reached.
+type unavailable struct{}
+
+func (unavailable) Submit(context.Context, jobs.Spec) (jobs.Record, error) {
+	return jobs.Record{}, fmt.Errorf("%w: nats: no responders", jobs.ErrUnavailable)
+}
+
+func (unavailable) Get(context.Context, string) (jobs.Record, error) {
+	return jobs.Record{}, fmt.Errorf("%w: nats: timeout", jobs.ErrUnavailable)
+}
+
+// TestUnavailableJobsAnswer503: a job store that cannot be reached is a
+// 503 with Retry-After for a new job and for a lookup, never a 404 that
+// would tell a client its job is gone.
+func TestUnavailableJobsAnswer503(t *testing.T) {
+	f := newFixture(t)
+	f.api.Jobs = unavailable{}
+	for _, req := range [][3]string{{"POST", "/v1/jobs", `{"kind":"factorial","n":1}`}, {"GET", "/v1/jobs/0123456789abcdef", ""}} {
+		a := f.do(t, req[0], req[1], req[2])
+		if a.code != 503 || a.header.Get("Retry-After") != "2" || !strings.Contains(a.body["error"].(string), "unavailable") {
+			t.Fatalf("%s %s: %d %v %v", req[0], req[1], a.code, a.body, a.header)
+		}
+	}
 }

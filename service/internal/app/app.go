@@ -56,11 +56,7 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v\n", cfg.AdminAddr, err)
 		return ExitConfig
 	}
-	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics; try\n"+
-		"  curl -X POST %[1]s/v1/factorial -d '{\"numbers\":[1,2,3]}'\n"+
-		"  curl -X POST %[1]s/v1/jobs -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
-		reachable(httpLn.Addr()), reachable(adminLn.Addr()))
-	return run(cfg, log, httpLn, adminLn, stop)
+	return run(cfg, log, httpLn, adminLn, stop, errOut)
 }
 
 // reachable is addr as a client on this machine dials it.
@@ -73,7 +69,7 @@ func reachable(addr net.Addr) string {
 	return tcp.String()
 }
 
-func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal) int {
+func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tasks, err := prom.NewTaskMetrics()
@@ -96,19 +92,47 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		panic(err)
 	}
 	reg.MustRegister(collector)
-	evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
-	}, []string{"reason"})
-	reg.MustRegister(evicted)
-	store := jobs.NewStore(cfg.JobRecords, cfg.JobRecordTTL, log, func(reason string, n int) {
-		evicted.WithLabelValues(reason).Add(float64(n))
-	})
 	a := &api.API{
 		Pool:       pool,
-		Jobs:       &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout},
 		MaxNumbers: cfg.MaxNumbers, MaxBody: cfg.MaxBody, RequestTimeout: cfg.RequestTimeout, RetryAfter: cfg.RetryAfter,
 		Log: log, Metrics: api.NewMetrics(reg),
 	}
+	// The jobs: through JetStream (the default), or in memory.
+	var (
+		store *jobs.Store
+		d     *durable
+		where = "memory (lost with the process: -nats-url=off)"
+	)
+	if cfg.Durable() {
+		d, err = startDurable(cfg, log, pool)
+		if err != nil {
+			_ = pool.Close()
+			httpLn.Close()
+			adminLn.Close()
+			fmt.Fprintf(errOut, "crewd: %v\n", err)
+			var se *startError
+			if errors.As(err, &se) {
+				return se.code
+			}
+			return ExitFailed
+		}
+		a.Jobs, a.Ready = d.runner, d.ready
+		where = d.where(cfg)
+		// NATSPROM: register the Source collector here once natsjs/natsprom exists.
+	} else {
+		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
+		}, []string{"reason"})
+		reg.MustRegister(evicted)
+		store = jobs.NewStore(cfg.JobRecords, cfg.JobRecordTTL, log, func(reason string, n int) {
+			evicted.WithLabelValues(reason).Add(float64(n))
+		})
+		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
+	}
+	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
+		"  curl -X POST %[1]s/v1/factorial -d '{\"numbers\":[1,2,3]}'\n"+
+		"  curl -X POST %[1]s/v1/jobs -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
+		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where)
 
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -117,9 +141,18 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(httpLn) }()
 	go func() { served <- admin.Serve(adminLn) }()
-	log.Info("crewd started", "http", "http://"+httpLn.Addr().String(), "admin", "http://"+adminLn.Addr().String(),
+	var sourceEnded <-chan error // nil in memory: never ready
+	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
 		"workers", cfg.Workers, "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
-		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String())
+		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
+	if d != nil {
+		d.run()
+		sourceEnded = d.ran
+		if d.server != nil && d.server.ClientURL() != "" {
+			started = append(started, "nats", d.server.ClientURL())
+		}
+	}
+	log.Info("crewd started", started...)
 
 	code := ExitOK
 	var sig os.Signal
@@ -128,9 +161,15 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	case err := <-served:
 		log.Error("listener failed", "error", err)
 		code = ExitFailed
+	case err := <-sourceEnded:
+		// The Source stops only when told to, or when its connection is
+		// closed for good: the jobs cannot run here any more.
+		log.Error("job source stopped", "error", err)
+		d.ran <- err // for the stop sequence
+		code = ExitFailed
 	}
-	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool)
-	summary(log, pool, store, stopped, code)
+	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, d)
+	summary(log, pool, store, d, stopped, code)
 	return code
 }
 
@@ -144,7 +183,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // hold the listener's drain until the queue has run. The admin listener
 // closes last, so that /metrics answers throughout. A second signal cuts it
 // short: the pool stops hard at once and the servers close.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *durable) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -173,21 +212,37 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 			t.Stop()
 		}
 	}
-	log.Info("shutdown: closing the API listener and stopping the pool", "mode", cfg.ShutdownMode.String(),
+	log.Info("shutdown: closing the API listener, stopping the job source and the pool", "mode", cfg.ShutdownMode.String(),
 		"left", time.Until(deadlineOf(ctx)).Round(time.Millisecond).String())
 	stopped := make(chan error, 1)
 	go func() { stopped <- pool.Shutdown(ctx, cfg.ShutdownMode) }()
+	sourceStopped := make(chan error, 1)
+	if d != nil {
+		// Stop pulling, hand back every job not started; the running ones
+		// end as the pool's mode decides, and are acked or handed back.
+		go func() { sourceStopped <- d.source.Shutdown(ctx) }()
+	} else {
+		sourceStopped <- nil
+	}
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
 		srv.Close()
 	}
 	err := <-stopped
+	if serr := <-sourceStopped; serr != nil {
+		log.Warn("shutdown: the job source did not settle every job by the deadline; the server redelivers them after the ack wait", "error", serr)
+	}
 	cancel()
 	if herr := <-hardStopped; herr != nil {
 		err = herr
 	}
 	if errors.Is(err, crew.ErrStuck) {
 		log.Warn("shutdown: task functions ignore cancellation", "error", err)
+	}
+	if d != nil {
+		// The connection and the embedded server outlive the Source and
+		// the pool, whose last acks they carry.
+		d.lag, d.lagErr = d.close(log)
 	}
 	actx, acancel := context.WithTimeout(context.Background(), time.Second)
 	defer acancel()
@@ -201,14 +256,20 @@ func deadlineOf(ctx context.Context) time.Time {
 	return d
 }
 
-// summary is the one line that says what the stop did: the pool's counts
-// and every job record's state.
-func summary(log *slog.Logger, pool *crew.Pool, store *jobs.Store, err error, code int) {
+// summary is the one line that says what the stop did: the pool's counts,
+// and in memory every job record's state; through JetStream what this
+// process's runs ended in, the jobs left in the stream and the Source's
+// counts.
+func summary(log *slog.Logger, pool *crew.Pool, store *jobs.Store, d *durable, err error, code int) {
 	s := pool.Stats()
-	jobCounts := store.Counts()
 	args := []any{"exit_code", code, "pool", s}
-	for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.TimedOut, jobs.Canceled, jobs.NotRun} {
-		args = append(args, "jobs_"+string(st), jobCounts[st])
+	if d != nil {
+		args = append(args, d.summary()...)
+	} else {
+		jobCounts := store.Counts()
+		for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.TimedOut, jobs.Canceled, jobs.NotRun} {
+			args = append(args, "jobs_"+string(st), jobCounts[st])
+		}
 	}
 	if err != nil {
 		args = append(args, "error", err.Error())

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -37,7 +39,25 @@ type Config struct {
 	ShutdownMode    crew.ShutdownMode // what the pool does with its work
 
 	LogLevel string // debug, info, warn, error
+
+	NATSURL        string        // "" for the embedded server, "off" for jobs in memory, else the servers to dial
+	DataDir        string        // the embedded server's JetStream store
+	NATSListen     string        // the embedded server's TCP address; "" for none (in-process only)
+	NATSStream     string        // the jobs' stream; its subjects are <stream>.>
+	NATSConsumer   string        // the durable pull consumer every crewd shares
+	NATSBucket     string        // the key-value bucket of job records
+	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
+	JobMaxAttempts int           // runs of one durable job started before it is given up; 0 for no limit
 }
+
+// NATSOff is the -nats-url that keeps jobs in memory, without NATS.
+const NATSOff = "off"
+
+// Embedded reports whether crewd runs its own NATS server.
+func (c Config) Embedded() bool { return c.NATSURL == "" }
+
+// Durable reports whether jobs go through JetStream.
+func (c Config) Durable() bool { return c.NATSURL != NATSOff }
 
 // Default is the configuration with nothing set: a pool as wide as
 // GOMAXPROCS (which follows the container's CPU quota), a stop that fits in
@@ -61,6 +81,11 @@ func Default() Config {
 		ShutdownTimeout: 25 * time.Second,
 		ShutdownMode:    crew.DrainThenHard,
 		LogLevel:        "info",
+		DataDir:         "crewd-data",
+		NATSStream:      "jobs",
+		NATSConsumer:    "crewd",
+		NATSBucket:      "jobs",
+		NATSAckWait:     30 * time.Second,
 	}
 }
 
@@ -89,14 +114,22 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.RequestTimeout, "request-timeout", "the whole time of an online request")
 	dur(&c.JobTimeout, "job-timeout", "a job's timeout unless it asks for one")
 	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout (or sleep) a job may ask for")
-	num(&c.JobRecords, "job-records", "job records kept at most; the oldest finished are evicted first")
-	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this")
+	num(&c.JobRecords, "job-records", "job records kept at most: in memory the oldest finished are evicted first; in JetStream a new job is refused (503) while the bucket holds this many")
+	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this; in JetStream every record expires this long after its last change")
 	dur(&c.RetryAfter, "retry-after", "Retry-After of a 503 answered for a full queue")
 	dur(&c.ShutdownDelay, "shutdown-delay", "on SIGTERM, readiness fails this long before the listener closes, so that endpoints drop the pod")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "the whole stop, from SIGTERM to exit, the delay included; keep it under the pod's terminationGracePeriodSeconds")
 	mode = c.ShutdownMode.String()
 	str(&mode, "shutdown-mode", "what the pool does with its work on SIGTERM: drain-then-hard, drain, soft, soft-then-hard, hard")
 	str(&c.LogLevel, "log-level", "debug, info, warn or error")
+	str(&c.NATSURL, "nats-url", "NATS servers for the jobs' JetStream stream (nats://host:4222, comma-separated); empty: an embedded server with its store in -data-dir; \"off\": jobs in memory, lost with the process")
+	str(&c.DataDir, "data-dir", "the embedded NATS server's JetStream store (with an empty -nats-url)")
+	str(&c.NATSListen, "nats-listen", "host:port where the embedded server also serves NATS clients (the nats CLI, another crewd); empty: in-process only")
+	str(&c.NATSStream, "nats-stream", "the jobs' stream, subjects <stream>.>; created if missing")
+	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
+	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-records and -job-record-ttl")
+	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
+	num(&c.JobMaxAttempts, "job-max-attempts", "runs of one job (through JetStream) started and interrupted (a crash, a hard stop) before it is failed instead of run again; 0: no limit")
 
 	// Environment first, so that flags given on the command line win.
 	var envErr error
@@ -187,5 +220,70 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
+	if !c.Durable() {
+		return nil
+	}
+	if err := validURLs(c.NATSURL); err != nil {
+		return fmt.Errorf("-nats-url %q: %v", c.NATSURL, err)
+	}
+	switch {
+	case c.Embedded() && c.DataDir == "":
+		return errors.New("-data-dir: empty; the embedded NATS server needs a directory (or set -nats-url)")
+	case !c.Embedded() && c.NATSListen != "":
+		return errors.New("-nats-listen is for the embedded server: unset it, or -nats-url")
+	case !validName(c.NATSStream):
+		return fmt.Errorf("-nats-stream %q: want letters, digits, - and _", c.NATSStream)
+	case !validName(c.NATSConsumer):
+		return fmt.Errorf("-nats-consumer %q: want letters, digits, - and _", c.NATSConsumer)
+	case !validName(c.NATSBucket):
+		return fmt.Errorf("-nats-bucket %q: want letters, digits, - and _", c.NATSBucket)
+	case c.NATSAckWait < time.Second:
+		return fmt.Errorf("-nats-ack-wait %v: want at least 1s", c.NATSAckWait)
+	case c.JobMaxAttempts < 0:
+		return fmt.Errorf("-job-max-attempts %d: want 0 (no limit) or more", c.JobMaxAttempts)
+	}
+	if c.NATSListen != "" {
+		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {
+			return fmt.Errorf("-nats-listen %q: %v", c.NATSListen, err)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("-nats-listen %q: bad port", c.NATSListen)
+		}
+	}
 	return nil
+}
+
+// validURLs checks a comma-separated list of NATS server URLs; "" is none.
+func validURLs(list string) error {
+	if list == "" {
+		return nil
+	}
+	for raw := range strings.SplitSeq(list, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil {
+			return err
+		}
+		switch u.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("scheme %q: want nats://, tls://, ws:// or wss:// (or \"off\")", u.Scheme)
+		}
+		if u.Host == "" {
+			return errors.New("no host")
+		}
+	}
+	return nil
+}
+
+// validName is a name JetStream takes for a stream, a consumer or a
+// bucket alike.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }

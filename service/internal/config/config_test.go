@@ -27,6 +27,32 @@ func TestDefaults(t *testing.T) {
 	if c.ShutdownTimeout >= 30*time.Second {
 		t.Fatalf("shutdown timeout %v does not fit a 30 s grace period", c.ShutdownTimeout)
 	}
+	// Jobs are durable by default, through an embedded server.
+	if !c.Durable() || !c.Embedded() || c.DataDir == "" || c.NATSStream != "jobs" || c.NATSConsumer != "crewd" {
+		t.Fatalf("jobs default: %+v", c)
+	}
+}
+
+// TestJobPaths: -nats-url picks where jobs go, and the settings of the
+// other paths do not matter there.
+func TestJobPaths(t *testing.T) {
+	for _, tc := range []struct {
+		args              []string
+		durable, embedded bool
+	}{
+		{nil, true, true},
+		{[]string{"-nats-url", "off", "-data-dir", "", "-nats-stream", "not.checked"}, false, false},
+		{[]string{"-nats-url", "nats://a:4222, tls://b:4222", "-data-dir", ""}, true, false},
+	} {
+		c, err := config.Parse(tc.args, env(nil), &bytes.Buffer{})
+		if err != nil || c.Durable() != tc.durable || c.Embedded() != tc.embedded {
+			t.Errorf("Parse(%q): %v, durable %v, embedded %v", tc.args, err, c.Durable(), c.Embedded())
+		}
+	}
+	c, err := config.Parse(nil, env(map[string]string{"CREW_NATS_URL": "nats://n:4222", "CREW_DATA_DIR": "/data"}), &bytes.Buffer{})
+	if err != nil || c.NATSURL != "nats://n:4222" || c.DataDir != "/data" {
+		t.Fatalf("CREW_NATS_URL, CREW_DATA_DIR: %v %+v", err, c)
+	}
 }
 
 func TestEnvironmentThenFlags(t *testing.T) {
@@ -62,6 +88,18 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{args: []string{"-max-job-timeout", "1s"}, want: "-job-timeout"},
 		{args: []string{"stray"}, want: `unexpected argument "stray"`},
 		{args: []string{"-no-such-flag"}, want: "no-such-flag"},
+		{args: []string{"-nats-url", "localhost:4222"}, want: `-nats-url "localhost:4222": scheme`},
+		{env: map[string]string{"CREW_NATS_URL": "nats://"}, want: "no host"},
+		{args: []string{"-nats-url", "nats://a:4222,http://b"}, want: `scheme "http"`},
+		{args: []string{"-data-dir", ""}, want: "-data-dir: empty"},
+		{args: []string{"-nats-url", "nats://a:4222", "-nats-listen", "127.0.0.1:4222"}, want: "-nats-listen is for the embedded server"},
+		{args: []string{"-nats-listen", "127.0.0.1"}, want: "-nats-listen"},
+		{args: []string{"-nats-listen", "127.0.0.1:70000"}, want: "bad port"},
+		{args: []string{"-nats-stream", "jobs.x"}, want: "-nats-stream"},
+		{args: []string{"-nats-consumer", ""}, want: "-nats-consumer"},
+		{args: []string{"-nats-bucket", "a b"}, want: "-nats-bucket"},
+		{args: []string{"-nats-ack-wait", "100ms"}, want: "-nats-ack-wait 100ms"},
+		{args: []string{"-job-max-attempts", "-1"}, want: "-job-max-attempts -1"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -78,7 +116,8 @@ func TestHelpListsEverySettingWithItsDefaultAndVariable(t *testing.T) {
 		t.Fatalf("Parse(-h) = %v", err)
 	}
 	for _, want := range []string{"-http-addr", `(default ":8080")`, "CREW_HTTP_ADDR", "-admin-addr", "-workers", "CREW_WORKERS",
-		"-queue", "-shutdown-delay", "(default 5s)", "-shutdown-timeout", "(default 25s)", "-shutdown-mode", `(default "drain-then-hard")`} {
+		"-queue", "-shutdown-delay", "(default 5s)", "-shutdown-timeout", "(default 25s)", "-shutdown-mode", `(default "drain-then-hard")`,
+		"-nats-url", "CREW_NATS_URL", "-data-dir", "CREW_DATA_DIR", `(default "crewd-data")`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-h does not show %q:\n%s", want, out.String())
 		}

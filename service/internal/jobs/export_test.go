@@ -1,6 +1,14 @@
 package jobs
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetClock lets tests age records.
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// HandleDelivery runs Handle's logic on a delivery made up by a test.
+func (r *JetStreamRunner) HandleDelivery(ctx context.Context, subject string, data []byte, attempt int) error {
+	return r.handle(ctx, delivery{subject: subject, data: data, attempt: attempt, published: time.Now()})
+}

@@ -15,11 +15,12 @@ import (
 // Runner runs jobs and answers for their records.
 type Runner interface {
 	// Submit validates spec and accepts the job, or refuses it with an
-	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed or
-	// ErrRecordsFull.
+	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed,
+	// ErrRecordsFull, ErrUnavailable, or ctx's error.
 	Submit(ctx context.Context, spec Spec) (Record, error)
-	// Get returns the job's record, false for an unknown (or evicted) id.
-	Get(id string) (Record, bool)
+	// Get returns the job's record: ErrNotFound for an unknown (or evicted,
+	// or expired) id, ErrUnavailable when the records cannot be read now.
+	Get(ctx context.Context, id string) (Record, error)
 }
 
 // Spec is what a client asks for: {"kind":"sleep","duration":"50ms"} or
@@ -39,6 +40,10 @@ type Record struct {
 	Result  any       `json:"result,omitempty"`
 	Error   string    `json:"error,omitempty"`
 	Created time.Time `json:"created"`
+	// Attempts counts the runs started, more than 1 when a run was
+	// interrupted (a crash, a hard stop) and the job ran again; durable
+	// jobs only.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // State is a job's state; the terminal ones are all but Queued and Running.
@@ -81,10 +86,18 @@ type InvalidError struct{ Reason string }
 
 func (e *InvalidError) Error() string { return "invalid job: " + e.Reason }
 
-// ErrRecordsFull refuses a job when every record kept is of a job not yet
-// finished: no record may be evicted, and a job without one could be lost
-// unseen.
-var ErrRecordsFull = errors.New("job records full: every record kept is of an unfinished job")
+// ErrRecordsFull refuses a job that no record can be kept for, since a job
+// without one could be lost unseen: in memory, every record kept is of an
+// unfinished job, and none may be evicted; in JetStream, the bucket holds
+// as many records as it may, and only their expiry makes room.
+var ErrRecordsFull = errors.New("job records full: no room to record a new job")
+
+// ErrNotFound is Get's answer for a job it has no record of.
+var ErrNotFound = errors.New("no such job (unknown, or its record was evicted)")
+
+// ErrUnavailable wraps a failure to reach the jobs' stream or records (the
+// NATS server unreachable): nothing was accepted, try again later.
+var ErrUnavailable = errors.New("job queue unavailable")
 
 // MaxFactorial is the largest n whose factorial fits in a uint64.
 const MaxFactorial = 20

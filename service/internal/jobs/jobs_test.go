@@ -29,9 +29,9 @@ func sleep(d time.Duration) jobs.Spec { return jobs.Spec{Kind: "sleep", Duration
 func waitState(t *testing.T, r jobs.Runner, id string, want jobs.State) jobs.Record {
 	t.Helper()
 	synctest.Wait()
-	rec, ok := r.Get(id)
-	if !ok || rec.State != want {
-		t.Fatalf("job %s: %+v (found %v), want %s", id, rec, ok, want)
+	rec, err := r.Get(context.Background(), id)
+	if err != nil || rec.State != want {
+		t.Fatalf("job %s: %+v (%v), want %s", id, rec, err, want)
 	}
 	return rec
 }
@@ -57,7 +57,7 @@ func TestRecordsBoundedByCountAndAge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := r.Get(ids[0]); ok || evicted["count"] != 1 {
+		if _, err := r.Get(context.Background(), ids[0]); !errors.Is(err, jobs.ErrNotFound) || evicted["count"] != 1 {
 			t.Fatalf("oldest finished record kept past the count (evicted %v)", evicted)
 		}
 		waitState(t, r, rec.ID, jobs.Succeeded)

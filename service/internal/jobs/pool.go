@@ -52,12 +52,12 @@ func (r *PoolRunner) Submit(_ context.Context, spec Spec) (Record, error) {
 }
 
 // Get implements Runner.
-func (r *PoolRunner) Get(id string) (Record, bool) {
+func (r *PoolRunner) Get(_ context.Context, id string) (Record, error) {
 	e, ok := r.Store.get(id)
 	if !ok {
-		return Record{}, false
+		return Record{}, ErrNotFound
 	}
 	r.Store.mu.Lock()
 	defer r.Store.mu.Unlock()
-	return e.record(), true
+	return e.record(), nil
 }

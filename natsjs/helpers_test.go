@@ -1,0 +1,161 @@
+package natsjs_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// startServer runs an embedded JetStream server on loopback with file
+// storage in dir, on port (-1: any).
+func startServer(t testing.TB, dir string, port int) *server.Server {
+	t.Helper()
+	opts := &server.Options{
+		Host:      "127.0.0.1",
+		Port:      port,
+		JetStream: true,
+		StoreDir:  dir,
+		NoLog:     true,
+		NoSigs:    true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready in 10 s")
+	}
+	return srv
+}
+
+// env is a server, a connection and a stream for one test.
+type env struct {
+	srv *server.Server
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	dir string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{dir: t.TempDir()}
+	e.srv = startServer(t, e.dir, -1)
+	nc, err := nats.Connect(e.srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.nc = nc
+	e.js, err = jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.nc.Close()
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+	})
+	return e
+}
+
+func (e *env) stream(t testing.TB, name string, subjects ...string) jetstream.Stream {
+	t.Helper()
+	st, err := e.js.CreateStream(context.Background(), jetstream.StreamConfig{
+		Name: name, Subjects: subjects, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (e *env) consumer(t testing.TB, stream, name string, ackWait time.Duration, maxDeliver int) jetstream.Consumer {
+	t.Helper()
+	c, err := e.js.CreateOrUpdateConsumer(context.Background(), stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    maxDeliver,
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) publish(t testing.TB, subject string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	futures := make([]jetstream.PubAckFuture, 0, 256)
+	for i := range n {
+		f, err := e.js.PublishAsync(subject, fmt.Appendf(nil, "%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		futures = append(futures, f)
+		if len(futures) == cap(futures) || i == n-1 {
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					t.Fatal(err)
+				case <-ctx.Done():
+				}
+			}
+			futures = futures[:0]
+		}
+	}
+}
+
+func newPool(t testing.TB, workers int) *crew.Pool {
+	t.Helper()
+	p, err := crew.New(crew.WithWorkers(workers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Shutdown(context.Background(), crew.Drain); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// seen records completions by stream sequence.
+type seen struct {
+	mu   sync.Mutex
+	runs map[uint64]int
+}
+
+func newSeen() *seen { return &seen{runs: map[uint64]int{}} }
+
+func (s *seen) add(seq uint64) {
+	s.mu.Lock()
+	s.runs[seq]++
+	s.mu.Unlock()
+}
+
+func (s *seen) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.runs)
+}
+
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,69 @@
+package natsjs
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Leases. A held message, waiting or running, is renewed with InProgress
+// once its lease is older than the heartbeat fraction of AckWait, and then
+// once per such fraction: one renewal per message per period, sent by Run's
+// loop from one scan of the held list, with no timer per message. A slow
+// handler therefore costs a heartbeat every few seconds, not a storm of them
+// (nats.go #1726), and a message waiting for a slot never ages out
+// unnoticed (nats.go #1929). When renewals fail for a whole AckWait the
+// lease is lost: a waiting message is dropped without a nak (the server
+// gives it out again), a running one has its handler's context cancelled
+// with ErrLeaseLost.
+
+// renewLeases renews every held message whose lease is due. Called by Run
+// only.
+func (s *Source) renewLeases(now time.Time) {
+	s.mu.Lock()
+	due := s.scratch[:0]
+	for m := s.head; m != nil; m = m.next {
+		if now.Sub(m.leased) >= s.renewAfter {
+			due = append(due, m)
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range due {
+		if m.state.Load() == handedBack {
+			continue
+		}
+		err := m.raw.InProgress()
+		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			continue // settled meanwhile
+		}
+		s.mu.Lock()
+		lost := false
+		if err == nil {
+			m.leased = now
+		} else if now.Sub(m.leased) >= s.ackWait {
+			lost = true
+		}
+		mc := m.ctx
+		s.mu.Unlock()
+		if err == nil {
+			s.c.heartbeats.Add(1)
+			continue
+		}
+		if !lost {
+			continue
+		}
+		if m.state.CompareAndSwap(waiting, handedBack) {
+			s.unstarted.Add(-1)
+			s.c.leasesLost.Add(1)
+			s.logWarn("lease lost while waiting; dropped", m, err)
+			s.release(m)
+		} else if mc != nil {
+			if mc.cancelWith(ErrLeaseLost) {
+				s.c.leasesLost.Add(1)
+			}
+		}
+	}
+	clear(due)
+	s.scratch = due[:0]
+}

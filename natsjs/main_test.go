@@ -1,0 +1,14 @@
+package natsjs_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if maybeWorker() {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}

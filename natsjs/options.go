@@ -1,0 +1,179 @@
+package natsjs
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults used by New when the matching option is not given.
+const (
+	// DefaultWindow is how many unstarted messages a Source may hold beyond
+	// the pool's free slots: enough to hide the round trip of a pull, few
+	// enough that nothing waits long against AckWait.
+	DefaultWindow = 2
+	// DefaultBackoffBase and DefaultBackoffMax bound the delay of a nak:
+	// base·2^(attempt-1), capped at max, with jitter.
+	DefaultBackoffBase = time.Second
+	DefaultBackoffMax  = time.Minute
+	// DefaultHeartbeat is the fraction of AckWait after which a held
+	// message's lease is renewed with InProgress.
+	DefaultHeartbeat = 0.5
+	// DefaultPullExpiry is how long one pull request waits on the server for
+	// messages. Shutdown waits up to this long for the requests in flight,
+	// handing back whatever they still bring.
+	DefaultPullExpiry = time.Second
+	// DefaultTaskName names the pool tasks that run messages.
+	DefaultTaskName = "natsjs"
+)
+
+// Option configures a Source. Options are created by the With... functions
+// of this package only.
+type Option interface {
+	apply(*options) error
+}
+
+type optionFunc func(*options) error
+
+func (f optionFunc) apply(o *options) error { return f(o) }
+
+type options struct {
+	window      int
+	backoffBase time.Duration
+	backoffMax  time.Duration
+	deadJS      jetstream.JetStream
+	deadSubject string
+	maxDeliver  int // 0: the consumer's
+	heartbeat   float64
+	doubleAck   bool
+	logger      *slog.Logger
+	taskName    string
+	pullExpiry  time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		window:      DefaultWindow,
+		backoffBase: DefaultBackoffBase,
+		backoffMax:  DefaultBackoffMax,
+		heartbeat:   DefaultHeartbeat,
+		taskName:    DefaultTaskName,
+		pullExpiry:  DefaultPullExpiry,
+	}
+}
+
+// WithWindow sets how many unstarted messages the Source may hold beyond the
+// pool's free slots. It must be from 0 to 10,000. Zero pulls only for free
+// slots, at the price of a round trip before each task can start.
+func WithWindow(n int) Option {
+	return optionFunc(func(o *options) error {
+		if n < 0 || n > 10_000 {
+			return fmt.Errorf("%w: window %d, want 0..10000", ErrInvalidOption, n)
+		}
+		o.window = n
+		return nil
+	})
+}
+
+// WithBackoff sets the delay of the nak that follows a failure: base doubled
+// for every attempt after the first, capped at max, with up to half of it
+// taken off at random so that messages failing together do not come back
+// together. base must be positive and max at least base.
+func WithBackoff(base, max time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if base <= 0 || max < base {
+			return fmt.Errorf("%w: backoff base %v max %v, want 0 < base <= max", ErrInvalidOption, base, max)
+		}
+		o.backoffBase, o.backoffMax = base, max
+		return nil
+	})
+}
+
+// WithDeadLetter makes a message whose last attempt failed be published,
+// through js, to subject (its payload, its headers and the Crew-* headers
+// saying why) before it is termed. Without it the message is termed with
+// its reason and nothing else. The publish is acknowledged by a stream: if
+// it fails, the message is not termed.
+func WithDeadLetter(js jetstream.JetStream, subject string) Option {
+	return optionFunc(func(o *options) error {
+		if js == nil || subject == "" {
+			return fmt.Errorf("%w: dead letter needs a JetStream and a subject", ErrInvalidOption)
+		}
+		o.deadJS, o.deadSubject = js, subject
+		return nil
+	})
+}
+
+// WithMaxDeliver sets the attempt after whose failure a message is termed
+// (and dead-lettered). It must be at least 1. The default is the consumer's
+// MaxDeliver; with neither, messages are retried for ever.
+func WithMaxDeliver(n int) Option {
+	return optionFunc(func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: max deliver %d, want >= 1", ErrInvalidOption, n)
+		}
+		o.maxDeliver = n
+		return nil
+	})
+}
+
+// WithHeartbeat sets the fraction of the consumer's AckWait after which the
+// lease of a held message is renewed (InProgress), and renewed again every
+// such fraction while it is held. It must be in (0, 0.9]. The default is
+// DefaultHeartbeat.
+func WithHeartbeat(fraction float64) Option {
+	return optionFunc(func(o *options) error {
+		if !(fraction > 0 && fraction <= 0.9) {
+			return fmt.Errorf("%w: heartbeat fraction %v, want (0, 0.9]", ErrInvalidOption, fraction)
+		}
+		o.heartbeat = fraction
+		return nil
+	})
+}
+
+// WithDoubleAck makes every ack wait for the server's confirmation
+// (DoubleAck): a message acked without error is not redelivered. It costs a
+// round trip per message.
+func WithDoubleAck() Option {
+	return optionFunc(func(o *options) error {
+		o.doubleAck = true
+		return nil
+	})
+}
+
+// WithLogger makes the Source log failures, dead letters, hand-backs, lost
+// leases and pull errors. The default logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	})
+}
+
+// WithTaskName names the pool tasks that run messages (crew.Named), in the
+// pool's metrics and logs. The default is DefaultTaskName.
+func WithTaskName(name string) Option {
+	return optionFunc(func(o *options) error {
+		o.taskName = name
+		return nil
+	})
+}
+
+// WithPullExpiry sets how long one pull request waits on the server for
+// messages; it must be from 100 ms to 1 minute. A longer expiry costs fewer
+// idle requests and a longer Shutdown, which waits for the requests in
+// flight. The default is DefaultPullExpiry.
+func WithPullExpiry(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d < 100*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("%w: pull expiry %v, want 100ms..1m", ErrInvalidOption, d)
+		}
+		o.pullExpiry = d
+		return nil
+	})
+}

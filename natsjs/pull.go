@@ -1,0 +1,145 @@
+package natsjs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// How a Source pulls. The rules, in one place:
+//
+//  1. Credit. Messages held and not started, plus messages asked for and not
+//     yet received, never exceed the pool's free slots plus the window.
+//     Free slots are the pool's bound less its busy workers and less the
+//     tasks queued by others, read from one Stats snapshot per decision: the
+//     pool is shared (crewd's HTTP batches run on it too), so a Source takes
+//     only the room left. A message that arrives does not wait in a client
+//     buffer aging against AckWait, which is what users of Consume's default
+//     500-message prefetch hit (nats.go #1929): whatever is received is a
+//     task on the pool at once, and a slot is free for it or soon will be.
+//  2. Batching. A pull asks for all the credit there is, and another pull is
+//     only sent while one is in flight when the credit reaches half the
+//     pool's bound plus the window: few requests under load, no request
+//     storm when slots free one at a time.
+//  3. Expiry. Each pull waits on the server for at most the pull expiry, so
+//     that a stop can wait for the pulls in flight and hand back what they
+//     bring, rather than abandon them (nats.go #1328 and #1672: a Drain
+//     that returns while work is still in flight).
+//  4. Errors. A pull that fails waits a moment before the next; a closed
+//     connection stops the Source with its error.
+
+// pullRetry is the pause after a failed pull: a server restart or a
+// reconnect is not hammered with requests.
+const pullRetry = 250 * time.Millisecond
+
+// pull sends a pull request when the credit allows. Called by Run only.
+func (s *Source) pull() {
+	st := s.pool.Stats()
+	if st.Closed {
+		// The pool stopped under the Source: its queued tasks may be
+		// dropped without running, so hand back what has not started.
+		s.beginStop()
+		return
+	}
+	unstarted := int(s.unstarted.Load())
+	free := 0
+	if !st.Paused {
+		others := max(0, st.Queued-unstarted)
+		free = max(0, st.MaxWorkers-st.Busy-others)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping || (!s.retryAt.IsZero() && time.Now().Before(s.retryAt)) {
+		return
+	}
+	credit := free + s.o.window - unstarted - s.requested
+	threshold := max(1, (st.MaxWorkers+s.o.window)/2)
+	if credit <= 0 || (s.requested > 0 && credit < threshold) {
+		return
+	}
+	s.requested += credit
+	s.fetches++
+	go s.fetch(credit)
+}
+
+// fetch runs one pull request for n messages to its end.
+func (s *Source) fetch(n int) {
+	ctx, cancel := context.WithTimeout(s.fetchCtx, s.o.pullExpiry)
+	defer cancel()
+	got := 0
+	batch, err := s.cons.Fetch(n, jetstream.FetchContext(ctx))
+	if err == nil {
+		for jm := range batch.Messages() {
+			got++
+			s.receive(jm)
+		}
+		err = batch.Error()
+	}
+	s.mu.Lock()
+	s.requested -= n - got
+	s.fetches--
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages):
+		if got == 0 && errors.Is(err, context.DeadlineExceeded) {
+			// The server did not even answer: disconnected, or restarting.
+			s.retryAt = time.Now().Add(pullRetry)
+		}
+	case isConnClosed(err):
+		if s.fatal == nil {
+			s.fatal = err
+		}
+		s.mu.Unlock()
+		s.beginStop()
+		s.signal()
+		return
+	default:
+		s.retryAt = time.Now().Add(pullRetry)
+		if s.o.logger != nil {
+			s.o.logger.Warn("natsjs: pull failed", "stream", s.stream, "consumer", s.consumer, "error", err)
+		}
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+// receive takes a delivered message: holds it, and makes it a task on the
+// pool, or hands it back at once when the Source is stopping.
+func (s *Source) receive(jm jetstream.Msg) {
+	m := &Msg{raw: jm, src: s}
+	md, err := jm.Metadata()
+	if err != nil {
+		// Not a JetStream delivery: nothing to run, nothing to redeliver.
+		s.mu.Lock()
+		s.requested--
+		s.mu.Unlock()
+		_ = jm.Term()
+		s.c.termed.Add(1)
+		return
+	}
+	m.attempt = int(md.NumDelivered)
+	m.seq = md.Sequence.Stream
+	s.c.received.Add(1)
+	if m.attempt > 1 {
+		s.c.redelivered.Add(1)
+	}
+	now := time.Now()
+	s.unstarted.Add(1)
+	s.mu.Lock()
+	s.requested--
+	m.leased = now
+	s.link(m)
+	stopping, ctx := s.stopping, s.submitCtx
+	s.mu.Unlock()
+	if stopping {
+		s.handBack(m, "stopping")
+		return
+	}
+	if _, err := s.pool.Submit(ctx, m.run, crew.Named(s.o.taskName)); err != nil {
+		s.handBack(m, "pool refused: "+err.Error())
+	}
+}

@@ -1,0 +1,179 @@
+package natsjs
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/nats-io/nats.go"
+)
+
+// Headers of a dead letter, beside the original message's own (those whose
+// names begin with "Nats-" are left out: a message id or an expected
+// sequence would make the dead-letter stream refuse it).
+const (
+	HeaderReason    = "Crew-Reason"     // the error of the last attempt
+	HeaderAttempts  = "Crew-Attempts"   // deliveries made
+	HeaderStream    = "Crew-Stream"     // the stream it came from
+	HeaderStreamSeq = "Crew-Stream-Seq" // its sequence there
+	HeaderSubject   = "Crew-Subject"    // the subject it was published to
+	HeaderConsumer  = "Crew-Consumer"   // the consumer that gave up on it
+)
+
+// maxReason bounds the reason given to Term and to the dead letter.
+const maxReason = 512
+
+// run is the pool task of one message.
+func (m *Msg) run(ctx context.Context) error {
+	s := m.src
+	if !m.state.CompareAndSwap(waiting, started) {
+		return nil // handed back by a stop, or its lease lost while waiting
+	}
+	s.unstarted.Add(-1)
+	mc := &msgContext{Context: ctx}
+	s.mu.Lock()
+	m.ctx = mc
+	s.mu.Unlock()
+
+	var err error
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic, or runtime.Goexit (recover returns nil then).
+			r := recover()
+			if r == nil {
+				err = &crew.PanicError{Task: s.o.taskName, Value: "runtime.Goexit called by the handler", Stack: debug.Stack()}
+			} else {
+				err = &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
+			}
+			if s.o.logger != nil {
+				s.o.logger.Error("natsjs: handler panicked", "stream_seq", m.seq, "attempt", m.attempt,
+					"panic", r, "stack", string(err.(*crew.PanicError).Stack))
+			}
+			mc.release()
+			s.settle(m, mc, ctx, err)
+		}
+	}()
+	err = s.h(mc, m)
+	returned = true
+	mc.release()
+	s.settle(m, mc, ctx, err)
+	return err
+}
+
+// settle acks, naks, hands back or terms a message whose handler returned.
+func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err error) {
+	defer s.release(m)
+	switch {
+	case err == nil:
+		var aerr error
+		if s.o.doubleAck {
+			ctx, cancel := context.WithTimeout(context.Background(), s.ackWait)
+			aerr = m.raw.DoubleAck(ctx)
+			cancel()
+		} else {
+			aerr = m.raw.Ack()
+		}
+		if aerr != nil {
+			s.logWarn("ack failed; the message will be redelivered", m, aerr)
+			return
+		}
+		s.c.acked.Add(1)
+	case errors.Is(mc.cause(), ErrLeaseLost):
+		// The server may have given it to another consumer already: a nak
+		// now would only add a delivery. It comes back after AckWait.
+		s.logWarn("lease lost; not acked", m, err)
+	case errors.Is(taskCtx.Err(), context.Canceled):
+		// The pool's hard stop cancelled it: not a failure of the message,
+		// so no backoff and no attempt lost to it; hand it back now.
+		if nerr := m.raw.Nak(); nerr != nil {
+			s.logWarn("hand back failed", m, nerr)
+			return
+		}
+		s.c.handedBack.Add(1)
+	case s.maxDeliver > 0 && m.attempt >= s.maxDeliver:
+		s.deadLetter(m, err)
+	default:
+		s.nakLater(m, err)
+	}
+}
+
+// nakLater naks a failed message with the backoff of its attempt.
+func (s *Source) nakLater(m *Msg, cause error) {
+	delay := backoff(s.o.backoffBase, s.o.backoffMax, m.attempt)
+	if err := m.raw.NakWithDelay(delay); err != nil {
+		s.logWarn("nak failed; the message will be redelivered after AckWait", m, err)
+		return
+	}
+	s.c.naked.Add(1)
+	if s.o.logger != nil {
+		s.o.logger.Info("natsjs: handler failed; retry later", "stream_seq", m.seq, "attempt", m.attempt,
+			"delay", delay, "error", cause)
+	}
+}
+
+// backoff is base·2^(attempt-1) capped at max, less up to half at random.
+func backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	half := d / 2
+	return d - half + rand.N(half+1)
+}
+
+// deadLetter publishes a message whose last attempt failed to the dead-letter
+// subject, then terms it. Only the attempt equal to MaxDeliver gets here, so
+// that retries are never skipped (Watermill #645: messages sent to the
+// poison queue before their retries were spent). When the publish fails the
+// message is naked instead: it is not termed without its copy.
+func (s *Source) deadLetter(m *Msg, cause error) {
+	reason := cause.Error()
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	if s.o.deadJS != nil {
+		dl := nats.NewMsg(s.o.deadSubject)
+		dl.Data = m.Data()
+		for k, v := range m.Header() {
+			if !strings.HasPrefix(k, "Nats-") {
+				dl.Header[k] = v
+			}
+		}
+		dl.Header.Set(HeaderReason, reason)
+		dl.Header.Set(HeaderAttempts, strconv.Itoa(m.attempt))
+		dl.Header.Set(HeaderStream, s.stream)
+		dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(m.seq, 10))
+		dl.Header.Set(HeaderSubject, m.Subject())
+		dl.Header.Set(HeaderConsumer, s.consumer)
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.ackWait, 10*time.Second))
+		_, err := s.o.deadJS.PublishMsg(ctx, dl)
+		cancel()
+		if err != nil {
+			if s.o.logger != nil {
+				s.o.logger.Error("natsjs: dead-letter publish failed; message naked, not termed",
+					"stream_seq", m.seq, "attempt", m.attempt, "subject", s.o.deadSubject, "error", err)
+			}
+			s.nakLater(m, cause)
+			return
+		}
+		s.c.deadLettered.Add(1)
+	}
+	if err := m.raw.TermWithReason(reason); err != nil {
+		s.logWarn("term failed", m, err)
+		return
+	}
+	s.c.termed.Add(1)
+	if s.o.logger != nil {
+		s.o.logger.Warn("natsjs: message termed after its last attempt", "stream_seq", m.seq,
+			"attempt", m.attempt, "dead_letter", s.o.deadSubject, "error", cause)
+	}
+}

@@ -1,0 +1,286 @@
+package natsjs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A Handler runs one message. Returning nil acks it; an error naks it with
+// backoff (or terms it after the last attempt, with a dead-letter publish);
+// a panic is an error. ctx ends when the pool cancels the task (timeout,
+// hard shutdown) or when the message's lease can no longer be kept
+// (context.Cause-free: its Err is then ErrLeaseLost).
+type Handler func(ctx context.Context, m *Msg) error
+
+// Source pulls messages from a JetStream consumer and runs each as a task on
+// a crew pool, holding no more unstarted messages than the pool's free slots
+// plus a small window. Delivery is at-least-once: a message may run more than
+// once (after a crash, a lost lease or a failed ack), so handlers must be
+// idempotent.
+//
+// Create it with New, run it with Run, stop it with Shutdown. A Source may
+// not be reused after it stopped. All its methods are safe for concurrent
+// use.
+type Source struct {
+	pool       *crew.Pool
+	cons       jetstream.Consumer
+	h          Handler
+	o          options
+	ackWait    time.Duration
+	maxDeliver int // 0: for ever
+	renewAfter time.Duration
+	tickEvery  time.Duration
+	stream     string
+	consumer   string
+
+	unstarted atomic.Int64 // received and not yet started or handed back
+	wake      chan struct{}
+	done      chan struct{} // closed when Run returns
+	running   atomic.Bool
+	c         counters
+
+	fetchCtx    context.Context // ends the pulls in flight at once
+	cancelFetch context.CancelFunc
+
+	mu           sync.Mutex
+	head         *Msg // the held messages: received, not yet settled
+	held         int
+	requested    int // asked of the server, not yet received
+	fetches      int // pull requests in flight
+	stopping     bool
+	submitCtx    context.Context // values for the tasks; ends at the stop
+	cancelSubmit context.CancelFunc
+	retryAt      time.Time // no pull before, after a pull error
+	fatal        error
+	scratch      []*Msg // renewLeases' list, reused
+}
+
+// New returns a Source that pulls from consumer and runs each message as a
+// task on pool. The consumer must be a pull consumer with explicit acks; its
+// AckWait sets the lease and its MaxDeliver the last attempt (unless
+// WithMaxDeliver says otherwise). New starts nothing; Run does.
+func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option) (*Source, error) {
+	if pool == nil || consumer == nil || h == nil {
+		return nil, fmt.Errorf("%w: New needs a pool, a consumer and a handler", ErrInvalidOption)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := opt.apply(&o); err != nil {
+			return nil, err
+		}
+	}
+	info := consumer.CachedInfo()
+	if info == nil {
+		return nil, fmt.Errorf("%w: consumer without info", ErrInvalidOption)
+	}
+	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+		return nil, fmt.Errorf("%w: consumer %q acks %v; a Source needs explicit acks", ErrInvalidOption, info.Name, info.Config.AckPolicy)
+	}
+	s := &Source{
+		pool:     pool,
+		cons:     consumer,
+		h:        h,
+		o:        o,
+		ackWait:  info.Config.AckWait,
+		stream:   info.Stream,
+		consumer: info.Name,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if s.ackWait <= 0 {
+		s.ackWait = 30 * time.Second // the server's default
+	}
+	s.maxDeliver = info.Config.MaxDeliver
+	if s.maxDeliver < 0 {
+		s.maxDeliver = 0
+	}
+	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
+		s.maxDeliver = o.maxDeliver
+	}
+	s.renewAfter = time.Duration(float64(s.ackWait) * o.heartbeat)
+	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, s.renewAfter/4))
+	s.fetchCtx, s.cancelFetch = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Run pulls and runs messages until ctx ends or Shutdown is called; it
+// returns nil after a stop, or the error that stopped it (the connection
+// closed). The end of ctx stops the Source as Shutdown does: Run returns
+// once every message it received has been acked, naked or termed. ctx also
+// lends its values to the handlers' contexts. A second call returns
+// ErrRunning.
+func (s *Source) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer close(s.done)
+	defer s.cancelFetch()
+	s.mu.Lock()
+	if s.stopping { // Shutdown came first
+		s.mu.Unlock()
+		return nil
+	}
+	s.submitCtx, s.cancelSubmit = context.WithCancel(ctx)
+	s.mu.Unlock()
+	stopWatch := context.AfterFunc(ctx, s.beginStop)
+	defer stopWatch()
+
+	tick := time.NewTicker(s.tickEvery)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		stopping, drained := s.stopping, s.fetches == 0 && s.held == 0
+		s.mu.Unlock()
+		if stopping && drained {
+			break
+		}
+		if !stopping {
+			s.pull()
+		}
+		select {
+		case <-s.wake:
+		case now := <-tick.C:
+			s.renewLeases(now)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
+}
+
+// Shutdown stops pulling, hands every message not yet started back at once
+// (nak without delay, so that another consumer gets it now rather than after
+// AckWait), hands back what the pulls still in flight bring, and waits until
+// every message received is acked, naked or termed and Run has returned.
+// Running handlers finish, are cancelled or are handed back as the pool's
+// own Shutdown mode decides: call the pool's Shutdown after or beside it.
+// When ctx ends first, the pulls in flight are abandoned and Shutdown
+// returns ctx.Err(). It is safe to call more than once; before Run it makes
+// Run return at once.
+func (s *Source) Shutdown(ctx context.Context) error {
+	s.beginStop()
+	if !s.running.Load() {
+		return nil
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		s.cancelFetch()
+		return ctx.Err()
+	}
+}
+
+// beginStop stops pulling and hands back every message still waiting.
+func (s *Source) beginStop() {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	s.stopping = true
+	if s.cancelSubmit != nil {
+		s.cancelSubmit()
+	}
+	var back []*Msg
+	for m := s.head; m != nil; m = m.next {
+		if m.state.Load() == waiting {
+			back = append(back, m)
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range back {
+		s.handBack(m, "stopping")
+	}
+	s.signal()
+}
+
+// signal wakes Run's loop; wakes coalesce.
+func (s *Source) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// link adds m to the held list. s.mu must be held.
+func (s *Source) link(m *Msg) {
+	m.next = s.head
+	if s.head != nil {
+		s.head.prev = m
+	}
+	s.head = m
+	s.held++
+}
+
+// release removes a settled m from the held list and wakes Run: a slot may
+// have come free.
+func (s *Source) release(m *Msg) {
+	s.mu.Lock()
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else if s.head == m {
+		s.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	}
+	m.prev, m.next = nil, nil
+	s.held--
+	s.mu.Unlock()
+	s.signal()
+}
+
+// handBack naks a message that has not started, without delay, so that the
+// server gives it to another consumer now. It does nothing when a worker
+// started it first.
+func (s *Source) handBack(m *Msg, why string) bool {
+	if !m.state.CompareAndSwap(waiting, handedBack) {
+		return false
+	}
+	s.unstarted.Add(-1)
+	if err := m.raw.Nak(); err != nil {
+		s.logWarn("hand back failed; the server redelivers after AckWait", m, err)
+	}
+	s.c.handedBack.Add(1)
+	if s.o.logger != nil && s.o.logger.Enabled(context.Background(), slog.LevelDebug) {
+		s.o.logger.Debug("natsjs: message handed back", "why", why, "stream_seq", m.seq, "attempt", m.attempt)
+	}
+	s.release(m)
+	return true
+}
+
+// Lag returns the consumer's lag as the server sees it now: messages not yet
+// delivered plus messages delivered and not yet acked.
+func (s *Source) Lag(ctx context.Context) (uint64, error) {
+	info, err := s.cons.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.NumPending + uint64(max(0, info.NumAckPending)), nil
+}
+
+func (s *Source) logWarn(msg string, m *Msg, err error) {
+	if s.o.logger == nil {
+		return
+	}
+	s.o.logger.Warn("natsjs: "+msg, "stream", s.stream, "consumer", s.consumer,
+		"stream_seq", m.seq, "attempt", m.attempt, "error", err)
+}
+
+// isConnClosed tells a pull error that ends the Source.
+func isConnClosed(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed)
+}

@@ -1,0 +1,66 @@
+package natsjs
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Stats is a snapshot of a Source's counts. The counts only grow. Every
+// received message ends in exactly one of Acked, Naked, Termed, HandedBack,
+// LeasesLost, or an ack that failed (logged), or is still InFlight.
+type Stats struct {
+	// Received counts messages delivered to the Source; Redelivered those of
+	// them delivered before (attempt > 1).
+	Received, Redelivered uint64
+	// Acked counts messages whose handler succeeded and whose ack was sent
+	// (confirmed, with WithDoubleAck).
+	Acked uint64
+	// Naked counts failures naked with backoff for a later attempt.
+	Naked uint64
+	// Termed counts messages termed after their last attempt;
+	// DeadLettered those of them published to the dead-letter subject.
+	Termed, DeadLettered uint64
+	// HandedBack counts messages naked without delay, not started (a stop)
+	// or cancelled by the pool's hard stop: another consumer gets them now.
+	HandedBack uint64
+	// Heartbeats counts lease renewals (InProgress) sent.
+	Heartbeats uint64
+	// LeasesLost counts messages whose lease could not be renewed for a
+	// whole AckWait.
+	LeasesLost uint64
+	// InFlight is the number of messages held now: received and not yet
+	// settled; Unstarted of those not yet started.
+	InFlight, Unstarted int
+}
+
+// String formats the snapshot for a log line or a test failure.
+func (s Stats) String() string {
+	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d",
+		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted)
+}
+
+type counters struct {
+	received, redelivered, acked, naked, termed, deadLettered atomic.Uint64
+	handedBack, heartbeats, leasesLost                        atomic.Uint64
+}
+
+// Stats returns a snapshot of the Source's counts. Consumer lag, which needs
+// a request to the server, is Lag.
+func (s *Source) Stats() Stats {
+	st := Stats{
+		Received:     s.c.received.Load(),
+		Redelivered:  s.c.redelivered.Load(),
+		Acked:        s.c.acked.Load(),
+		Naked:        s.c.naked.Load(),
+		Termed:       s.c.termed.Load(),
+		DeadLettered: s.c.deadLettered.Load(),
+		HandedBack:   s.c.handedBack.Load(),
+		Heartbeats:   s.c.heartbeats.Load(),
+		LeasesLost:   s.c.leasesLost.Load(),
+		Unstarted:    int(max(0, s.unstarted.Load())),
+	}
+	s.mu.Lock()
+	st.InFlight = s.held
+	s.mu.Unlock()
+	return st
+}

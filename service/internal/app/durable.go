@@ -1,0 +1,190 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/service/internal/config"
+	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/natsd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// durable is the JetStream path of the jobs: the embedded server (none
+// with -nats-url), the connection, the runner that accepts and records
+// jobs, and the Source that runs them on the pool.
+type durable struct {
+	server *natsd.Server
+	nc     *nats.Conn
+	runner *jobs.JetStreamRunner
+	source *natsjs.Source
+	ran    chan error // Source.Run's end
+
+	lag    uint64 // jobs left in the stream at the stop
+	lagErr error
+}
+
+// setupTimeout bounds the connection and the stream, consumer and bucket
+// lookups at start.
+const setupTimeout = 30 * time.Second
+
+// startError is a start that failed, with the exit code it deserves.
+type startError struct {
+	code int
+	err  error
+}
+
+func (e *startError) Error() string { return e.err.Error() }
+
+// startDurable starts the embedded server when -nats-url is empty,
+// connects, finds or creates the stream, consumer and bucket, and makes the
+// Source; Run starts it. A data directory that cannot be used is a start
+// error of the configuration (exit 2); a NATS server that cannot be reached
+// or refuses the setup fails the start (exit 1), so that Kubernetes
+// restarts the pod with backoff.
+func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durable, error) {
+	d := &durable{ran: make(chan error, 1)}
+	opts := []nats.Option{nats.Name("crewd")}
+	var err error
+	if cfg.Embedded() {
+		d.server, err = natsd.Start(cfg.DataDir, cfg.NATSListen, log)
+		if err != nil {
+			return nil, &startError{ExitConfig, fmt.Errorf("-data-dir %s: embedded NATS server: %w", cfg.DataDir, err)}
+		}
+		d.nc, err = d.server.Connect(opts...)
+	} else {
+		opts = append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(-1),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				log.Warn("NATS disconnected: jobs are refused (503) until it is back", "error", err)
+			}),
+			nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+		d.nc, err = nats.Connect(cfg.NATSURL, opts...)
+	}
+	if err != nil {
+		d.close(log)
+		return nil, &startError{ExitFailed, fmt.Errorf("-nats-url %q: %w", cfg.NATSURL, err)}
+	}
+	fail := func(err error) (*durable, error) {
+		d.close(log)
+		return nil, &startError{ExitFailed, err}
+	}
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	d.runner, err = jobs.NewJetStreamRunner(ctx, js, jobs.JetStreamConfig{
+		Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
+		Records: cfg.JobRecords, RecordTTL: cfg.JobRecordTTL,
+		AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
+		DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+		Log: log,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("jobs on JetStream: %w", err))
+	}
+	if d.server != nil {
+		// The embedded server has just started with the process: whatever
+		// it had delivered was delivered to a process that is gone (killed,
+		// or stopped with its hand-backs kept only in the old server's
+		// memory). Deliver it all again now rather than after the ack wait.
+		cons := d.runner.Consumer()
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if info.NumAckPending > 0 {
+			if _, err := js.ResetConsumer(ctx, cfg.NATSStream, cfg.NATSConsumer); err != nil {
+				return fail(fmt.Errorf("consumer %q: reset: %w", cfg.NATSConsumer, err))
+			}
+			log.Info("jobs delivered before the last stop and not acked are delivered again now", "count", info.NumAckPending)
+		}
+	}
+	d.source, err = natsjs.New(pool, d.runner.Consumer(), d.runner.Handle, natsjs.WithLogger(log), natsjs.WithTaskName("job"))
+	if err != nil {
+		return fail(err)
+	}
+	return d, nil
+}
+
+// run starts pulling jobs.
+func (d *durable) run() {
+	go func() { d.ran <- d.source.Run(context.Background()) }()
+}
+
+// ready says why jobs cannot be taken now, for /readyz.
+func (d *durable) ready() error {
+	if st := d.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("NATS connection %v", st)
+	}
+	return nil
+}
+
+// where says where the jobs go, for the start-up lines.
+func (d *durable) where(cfg config.Config) string {
+	if d.server == nil {
+		return "NATS " + d.nc.ConnectedUrlRedacted()
+	}
+	s := "the embedded NATS server (store in " + cfg.DataDir
+	if u := d.server.ClientURL(); u != "" {
+		s += ", clients on " + u
+	}
+	return s + ")"
+}
+
+// close ends what the stop sequence leaves once the Source and the pool
+// have stopped: the connection (flushed, so that the last acks reach the
+// server), then the embedded server. It returns the consumer's lag, read
+// before: jobs left in the stream for the next crewd.
+func (d *durable) close(log *slog.Logger) (lag uint64, lagErr error) {
+	lagErr = errors.New("no source")
+	if d.source != nil {
+		select {
+		case err := <-d.ran:
+			if err != nil {
+				log.Warn("shutdown: the job source ended with an error", "error", err)
+			}
+		case <-time.After(time.Second):
+			log.Warn("shutdown: the job source is still running; closing its connection")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		lag, lagErr = d.source.Lag(ctx)
+		cancel()
+	}
+	if d.nc != nil {
+		_ = d.nc.FlushTimeout(time.Second)
+		d.nc.Close()
+	}
+	if d.server != nil {
+		d.server.Shutdown()
+	}
+	return lag, lagErr
+}
+
+// summary is the durable path's part of the summary line: what this
+// process's runs ended in, the jobs left in the stream, and the Source's
+// counts.
+func (d *durable) summary() []any {
+	o := d.runner.Outcomes()
+	s := d.source.Stats()
+	args := []any{
+		"jobs_succeeded", o.Succeeded, "jobs_failed", o.Failed, "jobs_timed_out", o.TimedOut,
+		"jobs_requeued", o.Requeued, "jobs_skipped", o.Skipped,
+	}
+	if d.lagErr == nil {
+		args = append(args, "jobs_pending", d.lag)
+	} else {
+		args = append(args, "jobs_pending_error", d.lagErr.Error())
+	}
+	return append(args, slog.Group("source",
+		"received", s.Received, "redelivered", s.Redelivered, "acked", s.Acked, "naked", s.Naked,
+		"termed", s.Termed, "dead_lettered", s.DeadLettered, "handed_back", s.HandedBack,
+		"heartbeats", s.Heartbeats, "leases_lost", s.LeasesLost, "in_flight", s.InFlight))
+}

@@ -1,0 +1,151 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew/natsjs"
+)
+
+// errTimedOut ends a job's context at its own timeout, to tell it from the
+// end of the task's context (a hard stop, a lost lease).
+var errTimedOut = errors.New("job timed out")
+
+// Handle is the natsjs.Handler of the jobs' stream: it runs one delivered
+// job and keeps its record. Returning nil acks the message, an error naks
+// it for a later run. It is idempotent: a job whose record is already
+// terminal is acked without running again. A run that ends, whatever its
+// outcome (succeeded, failed, timed_out), is recorded and acked: a job is
+// run again only when its run was interrupted, never for failing, and at
+// most MaxAttempts runs are started.
+func (r *JetStreamRunner) Handle(ctx context.Context, m *natsjs.Msg) error {
+	var published time.Time
+	if md, err := m.Raw().Metadata(); err == nil {
+		published = md.Timestamp
+	}
+	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), attempt: m.Attempt(), published: published})
+}
+
+// delivery is what handle needs of a message.
+type delivery struct {
+	subject   string
+	data      []byte
+	attempt   int
+	published time.Time
+}
+
+func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
+	id, ok := strings.CutPrefix(d.subject, r.subject)
+	if !ok || id == "" || strings.ContainsAny(id, ".*>") {
+		r.logWarn("not a job: acked without running", "subject", d.subject)
+		return nil
+	}
+	// The record's writes outlive a job cancelled by a hard stop.
+	wctx := context.WithoutCancel(ctx)
+	rec, err := r.load(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Expired while the job waited (or the answer to its publish was
+		// lost and Submit deleted it): the message is the job.
+		rec = Record{ID: id, State: Queued, Created: d.published}
+	case err != nil:
+		return err
+	case rec.State.Terminal():
+		r.counts.skipped.Add(1)
+		return nil
+	}
+	var spec Spec
+	dec := json.NewDecoder(bytes.NewReader(d.data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return r.finish(wctx, rec, Failed, nil, "undecodable job: "+err.Error())
+	}
+	rec.Kind = spec.Kind
+	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
+	if err != nil {
+		return r.finish(wctx, rec, Failed, nil, err.Error())
+	}
+	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
+		// Its runs were all interrupted: a job that kills its process would
+		// otherwise be retried for ever.
+		return r.finish(wctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
+	}
+	rec.State, rec.Attempts, rec.Error = Running, rec.Attempts+1, ""
+	if err := r.put(wctx, rec); err != nil {
+		return err
+	}
+
+	jctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	v, err := spec.Run(jctx)
+	timedOut := errors.Is(context.Cause(jctx), errTimedOut)
+	cancel()
+	switch {
+	case err == nil:
+		return r.finish(wctx, rec, Succeeded, v, "")
+	case ctx.Err() != nil:
+		// Interrupted, not failed: queued again, to run again here or
+		// elsewhere.
+		why := context.Cause(ctx)
+		if why == nil { // a context that keeps no cause (a lost lease)
+			why = ctx.Err()
+		}
+		rec.State, rec.Error = Queued, "interrupted ("+why.Error()+"), to run again"
+		_ = r.put(wctx, rec) // if this fails, the record says running until the next run
+		r.counts.requeued.Add(1)
+		return fmt.Errorf("job %s interrupted: %w", id, why)
+	case timedOut:
+		return r.finish(wctx, rec, TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
+	default:
+		return r.finish(wctx, rec, Failed, nil, err.Error())
+	}
+}
+
+// finish records a job's end. When the record cannot be written the
+// message is naked, and the job runs again: at-least-once.
+func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, result any, msg string) error {
+	rec.State, rec.Result, rec.Error = st, result, msg
+	if err := r.put(ctx, rec); err != nil {
+		return err
+	}
+	switch st {
+	case Succeeded:
+		r.counts.succeeded.Add(1)
+	case TimedOut:
+		r.counts.timedOut.Add(1)
+	default:
+		r.counts.failed.Add(1)
+	}
+	return nil
+}
+
+func (r *JetStreamRunner) logWarn(msg string, args ...any) {
+	if r.log != nil {
+		r.log.Warn(msg, args...)
+	}
+}
+
+// Outcomes counts what this process's Handle did with the jobs delivered
+// to it.
+type Outcomes struct {
+	Succeeded, Failed, TimedOut uint64 // runs ended, recorded and acked
+	Requeued                    uint64 // runs interrupted, handed back to run again
+	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
+}
+
+type outcomeCounts struct {
+	succeeded, failed, timedOut, requeued, skipped atomic.Uint64
+}
+
+// Outcomes returns the counts so far.
+func (r *JetStreamRunner) Outcomes() Outcomes {
+	return Outcomes{
+		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
+		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(),
+	}
+}

@@ -1,0 +1,253 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStreamRunner runs jobs through a JetStream stream, with their records
+// in a key-value bucket, so that a job accepted with 202 outlives the
+// process that accepted it. Submit records the job queued, publishes its
+// spec to <stream>.<id> and answers only once the stream has stored it;
+// any crewd sharing the stream's consumer runs it (through a natsjs.Source
+// calling Handle), and any crewd sharing the bucket answers Get for it.
+//
+// Delivery is at-least-once: a job whose run was interrupted (the process
+// killed, a hard stop) runs again, and Record.Attempts counts the runs
+// started. A job whose record is already terminal is not run again.
+//
+// Records expire from the bucket RecordTTL after their last change (the
+// bucket's TTL), finished or not; a job still waiting in the stream when
+// its record expires gets a new one when it starts. The bucket holds at
+// most Records records: while it is full a new job is refused with
+// ErrRecordsFull (503), never accepted unrecorded; only expiry makes room.
+type JetStreamRunner struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	cons    jetstream.Consumer
+	subject string // the stream's subject prefix, "jobs."
+
+	defaultTimeout, maxTimeout time.Duration
+	maxAttempts                int
+	log                        *slog.Logger
+	counts                     outcomeCounts
+}
+
+var _ Runner = (*JetStreamRunner)(nil)
+
+// JetStreamConfig names what NewJetStreamRunner finds or creates, and the
+// settings it creates them with.
+type JetStreamConfig struct {
+	Stream, Consumer, Bucket string // "jobs", "crewd", "jobs" in crewd
+
+	Records   int           // the bucket's bound on records
+	RecordTTL time.Duration // the bucket's TTL
+
+	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered
+	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
+
+	DefaultTimeout, MaxTimeout time.Duration // as in PoolRunner
+
+	Log *slog.Logger // may be nil
+}
+
+// NewJetStreamRunner finds the stream, the consumer and the bucket, or
+// creates those missing with cfg's settings. Existing ones are used as they
+// are, whatever cfg says, so that an operator may create them (replicated,
+// say) beforehand; the settings in force are logged.
+func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStreamConfig) (*JetStreamRunner, error) {
+	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout {
+		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
+	}
+	r := &JetStreamRunner{
+		js: js, subject: cfg.Stream + ".",
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
+	}
+	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
+		return js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        cfg.Stream,
+			Description: "crewd's jobs, one message per job accepted, removed once acked",
+			Subjects:    []string{cfg.Stream + ".>"},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     jetstream.FileStorage,
+		})
+	}, func() (jetstream.Stream, error) { return js.Stream(ctx, cfg.Stream) }, jetstream.ErrStreamNameAlreadyInUse)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
+	}
+	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
+		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       cfg.Consumer,
+			Description:   "crewd's job runners",
+			FilterSubject: cfg.Stream + ".>",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       cfg.AckWait,
+			// Deliveries are not bounded here: a message the server stops
+			// delivering would sit in the stream for ever. Handle bounds
+			// the runs instead, counted in the record.
+			MaxDeliver: -1,
+		})
+	}, func() (jetstream.Consumer, error) { return stream.Consumer(ctx, cfg.Consumer) }, jetstream.ErrConsumerExists)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
+	}
+	r.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
+		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      cfg.Bucket,
+			Description: "crewd's job records, by job id",
+			TTL:         cfg.RecordTTL,
+			Storage:     jetstream.FileStorage,
+		})
+		if err != nil {
+			return nil, err
+		}
+		// A key-value config has no bound on keys: the stream under it
+		// does. It discards new messages when full, never old ones, and a
+		// change to an existing key still goes through.
+		s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		sc := s.CachedInfo().Config
+		sc.MaxMsgs = int64(cfg.Records)
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, err
+		}
+		return kv, nil
+	}, func() (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }, jetstream.ErrBucketExists)
+	if err != nil {
+		return nil, fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
+	}
+	if r.log != nil {
+		ci := r.cons.CachedInfo()
+		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
+			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
+		if s, err := js.Stream(ctx, "KV_"+cfg.Bucket); err == nil {
+			bc := s.CachedInfo().Config
+			args = append(args, "record_ttl", bc.MaxAge.String(), "records", bc.MaxMsgs)
+		}
+		r.log.Info("jobs go through JetStream", args...)
+	}
+	return r, nil
+}
+
+// findOrCreate creates a thing, or finds it when create says it exists
+// already (with other settings, or made by another crewd meanwhile).
+func findOrCreate[T any](ctx context.Context, create, find func() (T, error), exists error) (T, error) {
+	t, err := create()
+	if errors.Is(err, exists) {
+		return find()
+	}
+	return t, err
+}
+
+// Consumer is the consumer a natsjs.Source pulls the jobs from.
+func (r *JetStreamRunner) Consumer() jetstream.Consumer { return r.cons }
+
+// Submit implements Runner: the job is recorded, then published, and
+// accepted only once the stream has acknowledged it. The message id is the
+// job's, so that a publish retried by the client library is stored once.
+func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error) {
+	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
+	if err != nil {
+		return Record{}, err
+	}
+	// The timeout travels with the job, so that whichever crewd runs it
+	// applies the one this crewd accepted.
+	spec.Timeout = Duration(timeout)
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := r.connected(); err != nil {
+		return Record{}, err
+	}
+	rec := Record{ID: newID(), Kind: spec.Kind, State: Queued, Created: time.Now()}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return Record{}, err
+	}
+	// The record first: a job that runs finds it, and a job that cannot be
+	// recorded is not accepted.
+	if _, err := r.kv.Create(ctx, rec.ID, data); err != nil {
+		return Record{}, storeError(err)
+	}
+	if _, err := r.js.Publish(ctx, r.subject+rec.ID, body, jetstream.WithMsgID(rec.ID)); err != nil {
+		// Maybe stored after all (the answer lost): then the job runs and
+		// writes its record again.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = r.kv.Delete(dctx, rec.ID)
+		cancel()
+		return Record{}, storeError(err)
+	}
+	return rec, nil
+}
+
+// Get implements Runner, from the bucket: any crewd answers for any job.
+func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
+	if err := r.connected(); err != nil {
+		return Record{}, err
+	}
+	return r.load(ctx, id)
+}
+
+// connected refuses at once, rather than after a request's timeout, while
+// the connection is down.
+func (r *JetStreamRunner) connected() error {
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
+	}
+	return nil
+}
+
+// load reads a record.
+func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, error) {
+	e, err := r.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, storeError(err)
+	}
+	var rec Record
+	dec := json.NewDecoder(bytes.NewReader(e.Value()))
+	dec.UseNumber() // a factorial's result is a uint64: no float64 on the way
+	if err := dec.Decode(&rec); err != nil {
+		return Record{}, fmt.Errorf("record of job %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// put writes a record.
+func (r *JetStreamRunner) put(ctx context.Context, rec Record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := r.kv.Put(ctx, rec.ID, data); err != nil {
+		return storeError(err)
+	}
+	return nil
+}
+
+// storeError maps an error of the bucket or the stream to the Runner's:
+// ErrRecordsFull for a full bucket, ctx's own error as it is, and
+// ErrUnavailable for the rest.
+func storeError(err error) error {
+	var api *jetstream.APIError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &api) && strings.Contains(api.Description, "maximum messages"):
+		return fmt.Errorf("%w (%v)", ErrRecordsFull, err)
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
