@@ -125,6 +125,9 @@ func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *c
 	if _, err := cl.c.run(ctx, "up", "-d"); err != nil {
 		t.Fatal(err)
 	}
+	if err := cl.c.containers(ctx, append(natses, crewds...)...); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range natses {
 		cl.monitor[n] = cl.addr(ctx, t, n, 8222)
 	}
@@ -167,9 +170,10 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		})
 	}
 
+	admin := cl.addr(ctx, t, victim, 9090)
 	waitSubmitted(set.jobs * 3 / 10)
 	l.burst(ctx, burstJobs, slowSpec)
-	admin := cl.addr(ctx, t, victim, 9090)
+	t.Logf("%s submitted %d slow jobs (3 s)", at(), burstJobs)
 	var busy int
 	waitFor(ctx, t, 10*time.Second, victim+" running jobs", func() (bool, string) {
 		n, err := workersBusy(ctx, cl.client, admin)
@@ -196,16 +200,23 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		t.Fatal(err)
 	}
 	cl.monitor[cut] = cl.addr(ctx, t, cut, 8222) // published anew when back
-	if _, err := cl.c.run(ctx, "start", victim); err != nil {
+	if err := cl.c.start(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s %s back on the network, %s started again", at(), cut, victim)
-	a := cl.addr(ctx, t, victim, 8080)
+	var a string
 	waitFor(ctx, t, 90*time.Second, victim+" ready again", func() (bool, string) {
+		// Read each time: should crewd exit at start (NATS not ready for
+		// it yet), Docker restarts it on other ports.
+		var err error
+		if a, err = cl.c.addr(ctx, victim, 8080); err != nil {
+			return false, err.Error()
+		}
 		return ready(ctx, cl.client, "http://"+a+"/readyz")
 	})
 	cl.reps.set(victim, a)
-	t.Logf("%s %s ready", at(), victim)
+	restarts, _ := cl.c.docker(ctx, "inspect", "-f", "{{.RestartCount}}", cl.c.ids[victim])
+	t.Logf("%s %s ready (restarted by Docker %s times since)", at(), victim, restarts)
 
 	wg.Wait()
 	t.Logf("submitted %d + %d slow jobs in %.1fs: %d accepted (202), %d of them by a second replica; refused: %v",

@@ -23,6 +23,7 @@ type compose struct {
 	dir     string   // deploy/compose
 	project string
 	env     []string
+	ids     map[string]string // service -> container id, after up
 }
 
 // newCompose finds compose (the docker plugin, else docker-compose), and
@@ -77,19 +78,28 @@ func (c *compose) exec(ctx context.Context, name string, args ...string) (string
 	return strings.TrimSpace(out.String()), nil
 }
 
-// container is the id of a service's container.
-func (c *compose) container(ctx context.Context, service string) (string, error) {
-	id, err := c.run(ctx, "ps", "-q", service)
-	if err == nil && id == "" {
-		err = fmt.Errorf("service %s has no container", service)
+// containers resolves the id of every service's container, once: an id
+// stays the same across kill and start, and docker is much faster than
+// compose at the commands that follow.
+func (c *compose) containers(ctx context.Context, services ...string) error {
+	c.ids = map[string]string{}
+	for _, s := range services {
+		id, err := c.run(ctx, "ps", "-q", s)
+		if err == nil && id == "" {
+			err = fmt.Errorf("service %s has no container", s)
+		}
+		if err != nil {
+			return err
+		}
+		c.ids[s] = id
 	}
-	return id, err
+	return nil
 }
 
 // addr is where a service's port is published on the host: "127.0.0.1:49153".
 func (c *compose) addr(ctx context.Context, service string, port int) (string, error) {
-	a, err := c.run(ctx, "port", service, fmt.Sprint(port))
-	if err == nil && !strings.HasPrefix(a, "127.0.0.1:") {
+	a, err := c.docker(ctx, "port", c.ids[service], fmt.Sprintf("%d/tcp", port))
+	if err == nil && (!strings.HasPrefix(a, "127.0.0.1:") || strings.Contains(a, "\n")) {
 		err = fmt.Errorf("%s port %d published on %q, want 127.0.0.1 only", service, port, a)
 	}
 	return a, err
@@ -100,32 +110,27 @@ func (c *compose) network() string { return c.project + "_default" }
 
 // disconnect cuts a service's container off the network.
 func (c *compose) disconnect(ctx context.Context, service string) error {
-	id, err := c.container(ctx, service)
-	if err != nil {
-		return err
-	}
-	_, err = c.docker(ctx, "network", "disconnect", c.network(), id)
+	_, err := c.docker(ctx, "network", "disconnect", c.network(), c.ids[service])
 	return err
 }
 
 // connect puts a service's container back on the network under its
 // service name, which the routes and crewd's URLs resolve.
 func (c *compose) connect(ctx context.Context, service string) error {
-	id, err := c.container(ctx, service)
-	if err != nil {
-		return err
-	}
-	_, err = c.docker(ctx, "network", "connect", "--alias", service, c.network(), id)
+	_, err := c.docker(ctx, "network", "connect", "--alias", service, c.network(), c.ids[service])
 	return err
 }
 
 // kill sends SIGKILL to a service's container: no shutdown, no last ack.
 func (c *compose) kill(ctx context.Context, service string) error {
-	id, err := c.container(ctx, service)
-	if err != nil {
-		return err
-	}
-	_, err = c.docker(ctx, "kill", id)
+	_, err := c.docker(ctx, "kill", c.ids[service])
+	return err
+}
+
+// start starts a service's stopped container again (what "compose start"
+// does).
+func (c *compose) start(ctx context.Context, service string) error {
+	_, err := c.docker(ctx, "start", c.ids[service])
 	return err
 }
 

@@ -1,11 +1,12 @@
-// Package clustertest proves crewd's scale-out in containers: the compose
-// file next to it (three nats-servers as one JetStream cluster, three crewd
-// replicas) is brought up, a few hundred background jobs are submitted over
-// the three replicas, one crewd is killed (SIGKILL) and one nats-server is
-// cut off its network mid-load, both are restored, and every job that was
-// answered 202 must reach "succeeded".
+// Package clustertest proves crewd's scale-out in containers. TestCluster
+// brings up the compose file next to it (three nats-servers as one
+// JetStream cluster with crewd's stream and bucket on all three, three
+// crewd replicas), submits a thousand background jobs over the replicas,
+// kills one crewd (SIGKILL) while it runs jobs and cuts the jobs stream's
+// leader off its network mid-load, restores both, and requires every job
+// answered 202 to reach "succeeded", read from any replica.
 //
-// The test needs a Docker engine with compose and a few minutes, so it runs
-// only when CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh sets it);
-// otherwise it skips. The package has no code of its own, only the test.
+// The test needs a Docker engine with compose and a minute or two, so it
+// runs only with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh sets
+// it); otherwise it skips. The package has no code of its own.
 package clustertest

@@ -178,9 +178,15 @@ func (l *load) burst(ctx context.Context, n int, spec func(int) []byte) {
 	wg.Wait()
 }
 
+// postTimeout is how long a submitter waits for one replica before it
+// tries the next, as a client behind a load balancer would: a replica
+// whose NATS server is cut off answers 503 only at its request timeout.
+// A job accepted after the submitter gave up is not counted as accepted.
+const postTimeout = 3 * time.Second
+
 // post submits one job; it returns the id on a 202, else why not.
 func (l *load) post(ctx context.Context, name string, body []byte) (id, why string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.reps.url(name, "/v1/jobs"), bytes.NewReader(body))
 	if err != nil {
