@@ -4,8 +4,8 @@
 # run of the benchmark suite (that its scenarios still run and draw),
 # crewd's container built, run and stopped, and the scale-out proof (three
 # crewd replicas on a three-node JetStream cluster in containers, one crewd
-# killed and one server cut off mid-load, every accepted job done; about
-# 75 s), both where a Docker engine answers, and deploy/check.sh (Helm,
+# killed and one server cut off mid-load, every accepted job done; 1 to
+# 1.5 minutes), both where a Docker engine answers, and deploy/check.sh (Helm,
 # kustomize, kube-score, promtool, and every object applied to a real
 # kube-apiserver with --dry-run=server; its tools are built once and
 # cached: about 10 minutes the first time).

@@ -132,14 +132,28 @@ func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *c
 		cl.monitor[n] = cl.addr(ctx, t, n, 8222)
 	}
 	for _, n := range crewds {
-		cl.reps.set(n, cl.addr(ctx, t, n, 8080))
-	}
-	for _, n := range crewds {
-		waitFor(ctx, t, 90*time.Second, n+" ready", func() (bool, string) { return ready(ctx, client, cl.reps.url(n, "/readyz")) })
+		cl.waitReady(ctx, t, n)
 	}
 	cl.leader = waitStreams(ctx, t, client, cl.monitor, 60*time.Second)
 	phase(t, fmt.Sprintf("cluster up, stream %s R3 led by %s", stream, cl.leader), t0)
 	return cl
+}
+
+// waitReady waits until a crewd answers 200 on /readyz, and takes its API
+// address. The address is read anew each time: a crewd that cannot set up
+// its stream at start (the cluster still electing its leaders) exits, and
+// Docker starts it again on other host ports.
+func (cl *cluster) waitReady(ctx context.Context, t *testing.T, service string) {
+	t.Helper()
+	var a string
+	waitFor(ctx, t, 90*time.Second, service+" ready", func() (bool, string) {
+		var err error
+		if a, err = cl.c.addr(ctx, service, 8080); err != nil {
+			return false, err.Error()
+		}
+		return ready(ctx, cl.client, "http://"+a+"/readyz")
+	})
+	cl.reps.set(service, a)
 }
 
 func (cl *cluster) addr(ctx context.Context, t *testing.T, service string, port int) string {
@@ -180,6 +194,7 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		busy = n
 		return err == nil && n > 0, fmt.Sprintf("crew_workers_busy %d (%v)", n, err)
 	})
+	restartsBefore := cl.restarts(ctx, victim)
 	cl.reps.setDown(victim)
 	if err := cl.c.kill(ctx, victim); err != nil {
 		t.Fatal(err)
@@ -200,23 +215,24 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		t.Fatal(err)
 	}
 	cl.monitor[cut] = cl.addr(ctx, t, cut, 8222) // published anew when back
+	startedAt := time.Now()
 	if err := cl.c.start(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s %s back on the network, %s started again", at(), cut, victim)
-	var a string
-	waitFor(ctx, t, 90*time.Second, victim+" ready again", func() (bool, string) {
-		// Read each time: should crewd exit at start (NATS not ready for
-		// it yet), Docker restarts it on other ports.
-		var err error
-		if a, err = cl.c.addr(ctx, victim, 8080); err != nil {
-			return false, err.Error()
+	cl.waitReady(ctx, t, victim)
+	n := cl.restarts(ctx, victim) - restartsBefore
+	t.Logf("%s %s ready (exited at start and restarted by Docker %d times on the way)", at(), victim, n)
+	if n > 0 {
+		logs, _ := exec.CommandContext(ctx, "docker", "logs", "--since", startedAt.Format(time.RFC3339Nano), cl.c.ids[victim]).CombinedOutput()
+		var why []string
+		for line := range strings.Lines(string(logs)) {
+			if !strings.Contains(line, `"msg":"request`) && !strings.HasPrefix(line, "  curl") {
+				why = append(why, strings.TrimSpace(line))
+			}
 		}
-		return ready(ctx, cl.client, "http://"+a+"/readyz")
-	})
-	cl.reps.set(victim, a)
-	restarts, _ := cl.c.docker(ctx, "inspect", "-f", "{{.RestartCount}}", cl.c.ids[victim])
-	t.Logf("%s %s ready (restarted by Docker %s times since)", at(), victim, restarts)
+		t.Logf("%s's lines since it was started again:\n%s", victim, strings.Join(why[:min(len(why), 30)], "\n"))
+	}
 
 	wg.Wait()
 	t.Logf("submitted %d + %d slow jobs in %.1fs: %d accepted (202), %d of them by a second replica; refused: %v",
@@ -224,6 +240,17 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if len(l.accepted) < set.jobs/2 {
 		t.Errorf("only %d of %d jobs accepted: the cluster should take most of them through the faults", len(l.accepted), set.jobs)
 	}
+}
+
+// restarts is how often Docker restarted a service's container after it
+// exited by itself (its restart policy), -1 when it cannot say.
+func (cl *cluster) restarts(ctx context.Context, service string) int {
+	out, err := cl.c.docker(ctx, "inspect", "-f", "{{.RestartCount}}", cl.c.ids[service])
+	n, err2 := strconv.Atoi(out)
+	if err != nil || err2 != nil {
+		return -1
+	}
+	return n
 }
 
 // burstJobs is the number of slow jobs submitted just before the kill:
