@@ -150,7 +150,17 @@ expect_failure "helm: shutdownTimeout not a Go duration" 'crewd.shutdownTimeout 
   helm template crewd "$CHART" --set-string crewd.shutdownTimeout=25
 expect_failure "helm: shutdownDelay not shorter than shutdownTimeout" 'must be longer than crewd.shutdownDelay' \
   helm template crewd "$CHART" --set crewd.shutdownDelay=25s
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout: each refused with its message"
+expect_failure "helm: a shared NATS behind a NetworkPolicy with no egress" 'crewd.nats.url is "nats://n:4222" but networkPolicy.egress is empty' \
+  helm template crewd "$CHART" --set crewd.nats.url=nats://n:4222
+expect_failure "helm: KEDA's JetStream trigger on the embedded NATS" 'natsJetStream.enabled needs crewd.nats.url' \
+  helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set crewd.nats.url=
+expect_failure "helm: KEDA's JetStream trigger on another consumer" 'reads stream "jobs", consumer "other", but crewd pulls from "jobs", "crewd"' \
+  helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set autoscaling.keda.natsJetStream.consumer=other
+expect_failure "helm: a stream name crewd refuses" 'crewd.nats.stream = "jobs.x"' \
+  helm template crewd "$CHART" --set crewd.nats.stream=jobs.x
+expect_failure "helm: ackWait under a second" 'crewd.nats.ackWait = "500ms": want at least 1s' \
+  helm template crewd "$CHART" --set crewd.nats.ackWait=500ms
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on the embedded NATS or another consumer, a bad stream name, a short ack wait: each refused with its message"
 
 # ---------------------------------------------------------------------------
 step "3. parity: helm renders = kustomize builds"

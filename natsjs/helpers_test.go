@@ -3,11 +3,13 @@ package natsjs_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,6 +44,18 @@ type env struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	dir string
+}
+
+// portOf returns the port of a server's listener address.
+func portOf(addr net.Addr) int { return addr.(*net.TCPAddr).Port }
+
+// restart stops the server and starts another on the same port and store.
+func (e *env) restart(t testing.TB) {
+	t.Helper()
+	addr := e.srv.Addr()
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	e.srv = startServer(t, e.dir, portOf(addr))
 }
 
 func newEnv(t testing.TB) *env {
@@ -158,4 +172,53 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// run starts src.Run and registers a cleanup that shuts it down and checks
+// what Run returned.
+func run(t testing.TB, src *natsjs.Source) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := src.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-errc; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func newSource(t testing.TB, pool *crew.Pool, cons jetstream.Consumer, h natsjs.Handler, opts ...natsjs.Option) *natsjs.Source {
+	t.Helper()
+	src, err := natsjs.New(pool, cons, h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func consumerInfo(t testing.TB, cons jetstream.Consumer) *jetstream.ConsumerInfo {
+	t.Helper()
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func streamMsgs(t testing.TB, js jetstream.JetStream, stream string) uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
 }

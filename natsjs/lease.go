@@ -13,10 +13,14 @@ import (
 // loop from one scan of the held list, with no timer per message. A slow
 // handler therefore costs a heartbeat every few seconds, not a storm of them
 // (nats.go #1726), and a message waiting for a slot never ages out
-// unnoticed (nats.go #1929). When renewals fail for a whole AckWait the
+// unnoticed (nats.go #1929). A handler whose context the pool cancelled
+// gets no more renewals: ignoring its context cannot hold a message for
+// ever. When renewals fail for a whole AckWait the
 // lease is lost: a waiting message is dropped without a nak (the server
 // gives it out again), a running one has its handler's context cancelled
 // with ErrLeaseLost.
+
+var errDisconnected = errors.New("natsjs: disconnected")
 
 // renewLeases renews every held message whose lease is due. Called by Run
 // only.
@@ -24,9 +28,17 @@ func (s *Source) renewLeases(now time.Time) {
 	s.mu.Lock()
 	due := s.scratch[:0]
 	for m := s.head; m != nil; m = m.next {
-		if now.Sub(m.leased) >= s.renewAfter {
-			due = append(due, m)
+		if m.lost || now.Sub(m.leased) < s.renewAfter {
+			continue
 		}
+		if mc := m.ctx.Load(); mc != nil && mc.Err() != nil {
+			// The pool cancelled it (timeout, hard stop) and the handler
+			// has not returned: its lease is left to lapse, so that a
+			// handler ignoring its context does not hold the message for
+			// ever (River #1258, jobs stuck running).
+			continue
+		}
+		due = append(due, m)
 	}
 	s.mu.Unlock()
 	for _, m := range due {
@@ -34,6 +46,9 @@ func (s *Source) renewLeases(now time.Time) {
 			continue
 		}
 		err := m.raw.InProgress()
+		if err == nil && s.o.conn != nil && !s.o.conn.IsConnected() {
+			err = errDisconnected // buffered, not sent: the lease is not renewed
+		}
 		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			continue // settled meanwhile
 		}
@@ -43,8 +58,8 @@ func (s *Source) renewLeases(now time.Time) {
 			m.leased = now
 		} else if now.Sub(m.leased) >= s.ackWait {
 			lost = true
+			m.lost = true
 		}
-		mc := m.ctx
 		s.mu.Unlock()
 		if err == nil {
 			s.c.heartbeats.Add(1)
@@ -58,7 +73,7 @@ func (s *Source) renewLeases(now time.Time) {
 			s.c.leasesLost.Add(1)
 			s.logWarn("lease lost while waiting; dropped", m, err)
 			s.release(m)
-		} else if mc != nil {
+		} else if mc := m.ctx.Load(); mc != nil {
 			if mc.cancelWith(ErrLeaseLost) {
 				s.c.leasesLost.Add(1)
 			}

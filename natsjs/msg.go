@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -35,7 +36,9 @@ type Msg struct {
 	prev, next *Msg
 	leased     time.Time // last delivery or renewal
 	lost       bool      // the lease could not be renewed for a whole AckWait
-	ctx        *msgContext
+
+	ctx  atomic.Pointer[msgContext] // the handler's, once started
+	task atomic.Pointer[crew.Task]  // its pool task, once submitted
 }
 
 // Data returns the payload.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -51,6 +52,7 @@ type options struct {
 	logger      *slog.Logger
 	taskName    string
 	pullExpiry  time.Duration
+	conn        *nats.Conn
 }
 
 func defaultOptions() options {
@@ -174,6 +176,25 @@ func WithPullExpiry(d time.Duration) Option {
 			return fmt.Errorf("%w: pull expiry %v, want 100ms..1m", ErrInvalidOption, d)
 		}
 		o.pullExpiry = d
+		return nil
+	})
+}
+
+// WithConn gives the Source the connection its consumer uses, so that it can
+// see the connection's state: while disconnected it sends no pull (a pull
+// buffered by the client and replayed after the reconnect would deliver to
+// an inbox already given up, and those messages would wait out AckWait),
+// and a lease renewal sent while disconnected does not count, so that a
+// partition longer than AckWait cancels the handlers whose messages the
+// server has given to someone else. Without it, a renewal counts once the
+// client library accepted it, and a lease is only found lost when the
+// connection is closed.
+func WithConn(nc *nats.Conn) Option {
+	return optionFunc(func(o *options) error {
+		if nc == nil {
+			return fmt.Errorf("%w: nil connection", ErrInvalidOption)
+		}
+		o.conn = nc
 		return nil
 	})
 }

@@ -25,10 +25,17 @@ import (
 //     only sent while one is in flight when the credit reaches half the
 //     pool's bound plus the window: few requests under load, no request
 //     storm when slots free one at a time.
-//  3. Expiry. Each pull waits on the server for at most the pull expiry, so
-//     that a stop can wait for the pulls in flight and hand back what they
-//     bring, rather than abandon them (nats.go #1328 and #1672: a Drain
-//     that returns while work is still in flight).
+//  3. Stop. A stop ends the pulls in flight first, then naks what waits
+//     (reclaim): a nak sent while one of our pulls still waited on the
+//     server would let the server hand the message straight back to us,
+//     at the cost of a delivery attempt each round. Shutdown then waits for
+//     every held message to be settled, which is what users of
+//     ConsumeContext.Drain missed (nats.go #1328, #1672: a Drain that
+//     returns with work still in flight). A message the server sent just
+//     before the end of a pull is dropped by the client and comes back after
+//     AckWait, the window any unsubscribe has. Each pull waits on the
+//     server for at most the pull expiry, which bounds how long a pull
+//     lost in a server restart goes unnoticed.
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
 
@@ -38,6 +45,9 @@ const pullRetry = 250 * time.Millisecond
 
 // pull sends a pull request when the credit allows. Called by Run only.
 func (s *Source) pull() {
+	if s.o.conn != nil && !s.o.conn.IsConnected() {
+		return // Run's tick tries again
+	}
 	st := s.pool.Stats()
 	if st.Closed {
 		// The pool stopped under the Source: its queued tasks may be
@@ -136,10 +146,17 @@ func (s *Source) receive(jm jetstream.Msg) {
 	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()
 	if stopping {
-		s.handBack(m, "stopping")
-		return
+		return // held, waiting: reclaim hands it back
 	}
-	if _, err := s.pool.Submit(ctx, m.run, crew.Named(s.o.taskName)); err != nil {
+	task, err := s.pool.Submit(ctx, m.run, crew.Named(s.o.taskName))
+	switch {
+	case err == nil:
+		m.task.Store(task)
+	case errors.Is(err, crew.ErrClosed), errors.Is(err, context.Canceled):
+		// The pool stopped, or the Source is stopping: the message stays
+		// held, waiting, and Run's reclaim hands it back.
+		s.beginStop()
+	default:
 		s.handBack(m, "pool refused: "+err.Error())
 	}
 }

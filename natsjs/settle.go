@@ -3,6 +3,7 @@ package natsjs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
@@ -36,9 +37,7 @@ func (m *Msg) run(ctx context.Context) error {
 	}
 	s.unstarted.Add(-1)
 	mc := &msgContext{Context: ctx}
-	s.mu.Lock()
-	m.ctx = mc
-	s.mu.Unlock()
+	m.ctx.Store(mc)
 
 	var err error
 	returned := false
@@ -88,9 +87,12 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		// The server may have given it to another consumer already: a nak
 		// now would only add a delivery. It comes back after AckWait.
 		s.logWarn("lease lost; not acked", m, err)
+	case errors.Is(taskCtx.Err(), context.Canceled) && s.lastDelivery(m):
+		// Handed back, it would never come again.
+		s.deadLetter(m, fmt.Errorf("natsjs: cancelled by the pool's hard stop at the message's last delivery: %w", err))
 	case errors.Is(taskCtx.Err(), context.Canceled):
 		// The pool's hard stop cancelled it: not a failure of the message,
-		// so no backoff and no attempt lost to it; hand it back now.
+		// so no backoff; hand it back now.
 		if nerr := m.raw.Nak(); nerr != nil {
 			s.logWarn("hand back failed", m, nerr)
 			return

@@ -37,10 +37,13 @@ type Source struct {
 	o          options
 	ackWait    time.Duration
 	maxDeliver int // 0: for ever
-	renewAfter time.Duration
-	tickEvery  time.Duration
-	stream     string
-	consumer   string
+	// serverMaxDeliver is the consumer's MaxDeliver (0: none): after that
+	// delivery the server gives the message to no one, nak or not.
+	serverMaxDeliver int
+	renewAfter       time.Duration
+	tickEvery        time.Duration
+	stream           string
+	consumer         string
 
 	unstarted atomic.Int64 // received and not yet started or handed back
 	wake      chan struct{}
@@ -102,10 +105,8 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	if s.ackWait <= 0 {
 		s.ackWait = 30 * time.Second // the server's default
 	}
-	s.maxDeliver = info.Config.MaxDeliver
-	if s.maxDeliver < 0 {
-		s.maxDeliver = 0
-	}
+	s.serverMaxDeliver = max(0, info.Config.MaxDeliver)
+	s.maxDeliver = s.serverMaxDeliver
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
 	}
@@ -141,10 +142,13 @@ func (s *Source) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		stopping, drained := s.stopping, s.fetches == 0 && s.held == 0
+		stopping, pulling, held := s.stopping, s.fetches > 0, s.held
 		s.mu.Unlock()
-		if stopping && drained {
-			break
+		if stopping && !pulling {
+			if held == 0 {
+				break
+			}
+			s.reclaim()
 		}
 		if !stopping {
 			s.pull()
@@ -160,15 +164,14 @@ func (s *Source) Run(ctx context.Context) error {
 	return s.fatal
 }
 
-// Shutdown stops pulling, hands every message not yet started back at once
-// (nak without delay, so that another consumer gets it now rather than after
-// AckWait), hands back what the pulls still in flight bring, and waits until
-// every message received is acked, naked or termed and Run has returned.
-// Running handlers finish, are cancelled or are handed back as the pool's
-// own Shutdown mode decides: call the pool's Shutdown after or beside it.
-// When ctx ends first, the pulls in flight are abandoned and Shutdown
-// returns ctx.Err(). It is safe to call more than once; before Run it makes
-// Run return at once.
+// Shutdown stops pulling, ends the pulls in flight, hands every message
+// not yet started back at once (nak without delay, so that another consumer
+// gets it now rather than after AckWait), and waits until every message
+// received is acked, naked or termed and Run has returned. Running handlers
+// finish, are cancelled or are handed back as the pool's own Shutdown mode
+// decides: call the pool's Shutdown after or beside it. When ctx ends
+// first, Shutdown returns ctx.Err() and the stop goes on. It is safe to
+// call more than once; before Run it makes Run return at once.
 func (s *Source) Shutdown(ctx context.Context) error {
 	s.beginStop()
 	if !s.running.Load() {
@@ -178,12 +181,12 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
-		s.cancelFetch()
 		return ctx.Err()
 	}
 }
 
-// beginStop stops pulling and hands back every message still waiting.
+// beginStop stops pulling and ends the pulls in flight; Run's loop hands
+// back what waits once they have ended (see reclaim).
 func (s *Source) beginStop() {
 	s.mu.Lock()
 	if s.stopping {
@@ -194,6 +197,20 @@ func (s *Source) beginStop() {
 	if s.cancelSubmit != nil {
 		s.cancelSubmit()
 	}
+	s.mu.Unlock()
+	s.cancelFetch()
+	s.signal()
+}
+
+// reclaim hands back every held message not started, once no pull is in
+// flight. Why not before: a nak sent while one of our pulls still waits on
+// the server lets the server give the message straight back to us, and
+// each such round costs the message a delivery attempt. A message at the
+// server's last delivery is not handed back (the server would never
+// deliver it again): it stays with the pool, and if the pool stopped
+// without running it, it is dead-lettered. Called by Run only.
+func (s *Source) reclaim() {
+	s.mu.Lock()
 	var back []*Msg
 	for m := s.head; m != nil; m = m.next {
 		if m.state.Load() == waiting {
@@ -202,10 +219,35 @@ func (s *Source) beginStop() {
 	}
 	s.mu.Unlock()
 	for _, m := range back {
-		s.handBack(m, "stopping")
+		if !s.lastDelivery(m) {
+			s.handBack(m, "stopping")
+			continue
+		}
+		task := m.task.Load()
+		if task != nil && !task.State().Terminal() {
+			continue // the pool may still run it
+		}
+		if task == nil {
+			t, err := s.pool.TrySubmit(m.run, crew.Named(s.o.taskName))
+			if err == nil {
+				m.task.Store(t)
+				continue
+			}
+		}
+		if m.state.CompareAndSwap(waiting, handedBack) {
+			s.unstarted.Add(-1)
+			s.deadLetter(m, errNotRunAtLastDelivery)
+			s.release(m)
+		}
 	}
-	s.signal()
 }
+
+// lastDelivery reports whether the server will not deliver m again.
+func (s *Source) lastDelivery(m *Msg) bool {
+	return s.serverMaxDeliver > 0 && m.attempt >= s.serverMaxDeliver
+}
+
+var errNotRunAtLastDelivery = errors.New("natsjs: not run: the Source stopped at the message's last delivery")
 
 // signal wakes Run's loop; wakes coalesce.
 func (s *Source) signal() {
@@ -261,6 +303,12 @@ func (s *Source) handBack(m *Msg, why string) bool {
 	s.release(m)
 	return true
 }
+
+// Stream returns the name of the consumer's stream.
+func (s *Source) Stream() string { return s.stream }
+
+// Consumer returns the consumer's name.
+func (s *Source) Consumer() string { return s.consumer }
 
 // Lag returns the consumer's lag as the server sees it now: messages not yet
 // delivered plus messages delivered and not yet acked.

@@ -2,13 +2,13 @@ package natsjs_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go/jetstream"
 )
-
-func maybeWorker() bool { return false }
 
 func TestSourceRunsEveryMessage(t *testing.T) {
 	e := newEnv(t)
@@ -18,24 +18,147 @@ func TestSourceRunsEveryMessage(t *testing.T) {
 	e.publish(t, "jobs.a", n)
 	pool := newPool(t, 4)
 	got := newSeen()
-	src, err := natsjs.New(pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.Attempt() != 1 || m.Subject() != "jobs.a" || len(m.Data()) == 0 || m.Raw() == nil {
+			t.Errorf("message: attempt %d subject %q data %q", m.Attempt(), m.Subject(), m.Data())
+		}
 		got.add(m.StreamSeq())
 		return nil
 	})
+	run(t, src)
+	eventually(t, 20*time.Second, "every message acked", func() bool { return src.Stats().Acked == n })
+	if got.distinct() != n {
+		t.Fatalf("distinct %d, want %d", got.distinct(), n)
+	}
+	eventually(t, 10*time.Second, "the server sees every ack", func() bool {
+		info := consumerInfo(t, cons)
+		return info.NumAckPending == 0 && info.NumPending == 0
+	})
+	st := src.Stats()
+	if st.Received != n || st.Naked != 0 || st.Redelivered != 0 || st.InFlight != 0 {
+		t.Fatalf("stats: %v", st)
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+	noAck, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{Durable: "noack", AckPolicy: jetstream.AckNonePolicy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- src.Run(context.Background()) }()
-	eventually(t, 20*time.Second, "every message acked", func() bool { return src.Stats().Acked == n })
+	pool := newPool(t, 1)
+	h := func(context.Context, *natsjs.Msg) error { return nil }
+	cases := []struct {
+		name string
+		call func() (*natsjs.Source, error)
+	}{
+		{"nil pool", func() (*natsjs.Source, error) { return natsjs.New(nil, cons, h) }},
+		{"nil consumer", func() (*natsjs.Source, error) { return natsjs.New(pool, nil, h) }},
+		{"nil handler", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, nil) }},
+		{"nil option", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, nil) }},
+		{"ack none", func() (*natsjs.Source, error) { return natsjs.New(pool, noAck, h) }},
+		{"negative window", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithWindow(-1)) }},
+		{"zero backoff", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithBackoff(0, time.Second)) }},
+		{"max below base", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithBackoff(time.Second, time.Millisecond))
+		}},
+		{"dead letter without subject", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, "")) }},
+		{"dead letter without js", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(nil, "dead")) }},
+		{"max deliver 0", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithMaxDeliver(0)) }},
+		{"heartbeat 0", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithHeartbeat(0)) }},
+		{"heartbeat 1", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithHeartbeat(1)) }},
+		{"nil logger", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithLogger(nil)) }},
+		{"short pull expiry", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithPullExpiry(time.Millisecond))
+		}},
+		{"nil conn", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithConn(nil)) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, err := c.call()
+			if !errors.Is(err, natsjs.ErrInvalidOption) || src != nil {
+				t.Fatalf("got %v, %v; want ErrInvalidOption", src, err)
+			}
+		})
+	}
+}
+
+func TestRunTwiceAndShutdownBeforeRun(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+	pool := newPool(t, 1)
+	h := func(context.Context, *natsjs.Msg) error { return nil }
+
+	early := newSource(t, pool, cons, h)
+	if err := early.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := early.Run(context.Background()); err != nil {
+		t.Fatalf("Run after Shutdown: %v", err)
+	}
+
+	src := newSource(t, pool, cons, h)
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() { errc <- src.Run(context.Background()) }()
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, natsjs.ErrRunning) {
+			t.Fatalf("second Run: %v, want ErrRunning", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("neither Run returned within 10 s")
+	}
 	if err := src.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if got.distinct() != n {
-		t.Fatalf("distinct %d, want %d", got.distinct(), n)
+}
+
+func TestRunStopsWhenItsContextEnds(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+	pool := newPool(t, 2)
+	src := newSource(t, pool, cons, func(context.Context, *natsjs.Msg) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(ctx) }()
+	e.publish(t, "jobs.a", 10)
+	eventually(t, 10*time.Second, "acked", func() bool { return src.Stats().Acked == 10 })
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of its context's end")
 	}
-	t.Log(src.Stats())
+}
+
+func TestRunReturnsTheClosedConnection(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+	pool := newPool(t, 2)
+	src := newSource(t, pool, cons, func(context.Context, *natsjs.Msg) error { return nil }, natsjs.WithPullExpiry(100*time.Millisecond))
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	time.Sleep(50 * time.Millisecond) // let a pull be in flight; not a timing assertion
+	e.nc.Close()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("Run returned nil after the connection closed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of the connection's close")
+	}
 }

@@ -592,6 +592,17 @@ func TestSIGKILLLosesNoJob(t *testing.T) {
 		}
 	}
 	took := time.Since(killed)
+	// The job source's metrics beside the pool's.
+	resp, err := client.Get(c.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	acked := metric(string(raw), `natsjs_messages_total{consumer="crewd",outcome="acked",stream="jobs"}`)
+	if acked == 0 || !strings.Contains(string(raw), `natsjs_consumer_lag{consumer="crewd",stream="jobs"} 0`) || !strings.Contains(string(raw), `crew_workers{pool="crewd"}`) {
+		t.Fatalf("/metrics after the jobs ran (acked %v):\n%s", acked, raw)
+	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	<-c.exited
 	end := c.logLine("crewd stopped")

@@ -10,6 +10,7 @@ ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/crewd" ./cmd/crewd
 cp Dockerfile "$ctx/"
+mkdir "$ctx/data" # the store's directory, empty, owned by the image's user
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   # The legacy builder needs no buildx plugin; fall back to the default.
   DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx" >/dev/null 2>&1 || docker build -q -t "$tag" "$ctx" >/dev/null

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
@@ -118,7 +119,11 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		}
 		a.Jobs, a.Ready = d.runner, d.ready
 		where = d.where(cfg)
-		// NATSPROM: register the Source collector here once natsjs/natsprom exists.
+		sourceMetrics, err := natsprom.NewCollector(d.source)
+		if err != nil {
+			panic(err) // no options: cannot fail
+		}
+		reg.MustRegister(sourceMetrics)
 	} else {
 		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
@@ -176,13 +181,17 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // shutdown runs the stop sequence a pod needs, within cfg.ShutdownTimeout
 // from the signal: readiness off at once; the delay, so that endpoints
 // drop the pod while requests are still served; then, together, the API
-// listener closed with in-flight requests finished (http.Server.Shutdown)
-// and the pool stopped in its mode. Together, because an online request in
-// flight waits on the pool: in a drain mode it finishes, in a soft or hard
-// one its queued tasks are dropped and it answers 503 at once, rather than
-// hold the listener's drain until the queue has run. The admin listener
-// closes last, so that /metrics answers throughout. A second signal cuts it
-// short: the pool stops hard at once and the servers close.
+// listener closed with in-flight requests finished (http.Server.Shutdown),
+// the job source stopped (no more pulls, every job not started handed back
+// to the stream) and the pool stopped in its mode. Together, because an
+// online request in flight waits on the pool: in a drain mode it finishes,
+// in a soft or hard one its queued tasks are dropped and it answers 503 at
+// once, rather than hold the listener's drain until the queue has run. The
+// NATS connection and the embedded server go after the source and the pool,
+// whose last acks and hand-backs they carry; the admin listener closes
+// last, so that /metrics answers throughout. A second signal cuts it short:
+// the pool stops hard at once (running jobs handed back) and the rest
+// closes.
 func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *durable) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -230,7 +239,11 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	}
 	err := <-stopped
 	if serr := <-sourceStopped; serr != nil {
-		log.Warn("shutdown: the job source did not settle every job by the deadline; the server redelivers them after the ack wait", "error", serr)
+		select {
+		case <-hard: // cut short on purpose: the hard stop handed the jobs back
+		default:
+			log.Warn("shutdown: the job source did not settle every job by the deadline; the server redelivers them after the ack wait", "error", serr)
+		}
 	}
 	cancel()
 	if herr := <-hardStopped; herr != nil {

@@ -48,7 +48,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	}
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
-	rec, err := r.load(ctx, id)
+	rec, rev, err := r.load(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// Expired while the job waited (or the answer to its publish was
@@ -77,7 +77,17 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 		return r.finish(wctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
 	rec.State, rec.Attempts, rec.Error = Running, rec.Attempts+1, ""
-	if err := r.put(wctx, rec); err != nil {
+	// Only over the record just read: a run of the same job elsewhere (a
+	// redelivery after a lost lease) that ended meanwhile is not undone.
+	rev, err = r.swap(wctx, rec, rev)
+	if errors.Is(err, errChanged) {
+		if again, _, lerr := r.load(ctx, id); lerr == nil && again.State.Terminal() {
+			r.counts.skipped.Add(1)
+			return nil
+		}
+		rev, err = r.put(wctx, rec)
+	}
+	if err != nil {
 		return err
 	}
 
@@ -96,7 +106,10 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 			why = ctx.Err()
 		}
 		rec.State, rec.Error = Queued, "interrupted ("+why.Error()+"), to run again"
-		_ = r.put(wctx, rec) // if this fails, the record says running until the next run
+		// Unless another run has written it since (the lease lost, the job
+		// redelivered); if this fails, the record says running until the
+		// next run.
+		_, _ = r.swap(wctx, rec, rev)
 		r.counts.requeued.Add(1)
 		return fmt.Errorf("job %s interrupted: %w", id, why)
 	case timedOut:
@@ -110,7 +123,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 // message is naked, and the job runs again: at-least-once.
 func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, result any, msg string) error {
 	rec.State, rec.Result, rec.Error = st, result, msg
-	if err := r.put(ctx, rec); err != nil {
+	if _, err := r.put(ctx, rec); err != nil {
 		return err
 	}
 	switch st {

@@ -196,7 +196,8 @@ func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
 	if err := r.connected(); err != nil {
 		return Record{}, err
 	}
-	return r.load(ctx, id)
+	rec, _, err := r.load(ctx, id)
+	return rec, err
 }
 
 // connected refuses at once, rather than after a request's timeout, while
@@ -208,34 +209,63 @@ func (r *JetStreamRunner) connected() error {
 	return nil
 }
 
-// load reads a record.
-func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, error) {
+// load reads a record and its revision.
+func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, uint64, error) {
 	e, err := r.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
-		return Record{}, ErrNotFound
+		return Record{}, 0, ErrNotFound
 	}
 	if err != nil {
-		return Record{}, storeError(err)
+		return Record{}, 0, storeError(err)
 	}
 	var rec Record
 	dec := json.NewDecoder(bytes.NewReader(e.Value()))
 	dec.UseNumber() // a factorial's result is a uint64: no float64 on the way
 	if err := dec.Decode(&rec); err != nil {
-		return Record{}, fmt.Errorf("record of job %s: %w", id, err)
+		return Record{}, 0, fmt.Errorf("record of job %s: %w", id, err)
 	}
-	return rec, nil
+	return rec, e.Revision(), nil
 }
 
-// put writes a record.
-func (r *JetStreamRunner) put(ctx context.Context, rec Record) error {
+// put writes a record whatever its revision, and returns the new one.
+func (r *JetStreamRunner) put(ctx context.Context, rec Record) (uint64, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := r.kv.Put(ctx, rec.ID, data); err != nil {
-		return storeError(err)
+	rev, err := r.kv.Put(ctx, rec.ID, data)
+	if err != nil {
+		return 0, storeError(err)
 	}
-	return nil
+	return rev, nil
+}
+
+// errChanged is a write refused because the record changed since it was
+// read: another run of the same job wrote it.
+var errChanged = errors.New("job record changed meanwhile")
+
+// swap writes a record only if it is still at revision rev (0: only if it
+// does not exist), and returns the new revision; errChanged otherwise.
+func (r *JetStreamRunner) swap(ctx context.Context, rec Record, rev uint64) (uint64, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	var next uint64
+	if rev == 0 {
+		next, err = r.kv.Create(ctx, rec.ID, data)
+	} else {
+		next, err = r.kv.Update(ctx, rec.ID, data, rev)
+	}
+	var api *jetstream.APIError
+	switch {
+	case err == nil:
+		return next, nil
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch),
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		return 0, errChanged
+	}
+	return 0, storeError(err)
 }
 
 // storeError maps an error of the bucket or the stream to the Runner's:

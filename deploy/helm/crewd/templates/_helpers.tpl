@@ -77,6 +77,26 @@ from the Deployment, so every render runs it.
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true: every pod would be scraped twice and every sum (the KEDA query, the dashboard) doubled. Enable one of them." }}
 {{- end }}
+{{- $n := .Values.crewd.nats }}
+{{- if and $n.url (ne $n.url "off") .Values.networkPolicy.enabled (not .Values.networkPolicy.egress) }}
+{{- fail (printf "crewd.nats.url is %q but networkPolicy.egress is empty: the NetworkPolicy would deny crewd every connection, to NATS and to DNS. Add egress rules for both (see values-prod.yaml), or disable networkPolicy." $n.url) }}
+{{- end }}
+{{- range $k := list "stream" "consumer" "bucket" }}
+{{- if not (regexMatch "^[A-Za-z0-9_-]{1,64}$" (toString (get $n $k))) }}
+{{- fail (printf "crewd.nats.%s = %q: want 1 to 64 letters, digits, - and _ (crewd refuses other names)" $k (toString (get $n $k))) }}
+{{- end }}
+{{- end }}
+{{- if lt (include "crewd.seconds" (dict "name" "crewd.nats.ackWait" "value" $n.ackWait) | float64) 1.0 }}
+{{- fail (printf "crewd.nats.ackWait = %q: want at least 1s (crewd refuses less)" (toString $n.ackWait)) }}
+{{- end }}
+{{- if and $a.keda.enabled $a.keda.natsJetStream.enabled }}
+{{- if or (not $n.url) (eq $n.url "off") }}
+{{- fail "autoscaling.keda.natsJetStream.enabled needs crewd.nats.url: with the embedded NATS server each pod's jobs are in the pod itself, where KEDA cannot read a lag, and a pod scaled to zero takes its jobs with it." }}
+{{- end }}
+{{- if or (ne $a.keda.natsJetStream.stream $n.stream) (ne $a.keda.natsJetStream.consumer $n.consumer) }}
+{{- fail (printf "autoscaling.keda.natsJetStream reads stream %q, consumer %q, but crewd pulls from %q, %q (crewd.nats.stream, crewd.nats.consumer): KEDA would scale on another consumer's lag." $a.keda.natsJetStream.stream $a.keda.natsJetStream.consumer $n.stream $n.consumer) }}
+{{- end }}
+{{- end }}
 {{- if $a.keda.enabled }}
 {{- if not (or $a.keda.prometheus.enabled $a.keda.natsJetStream.enabled) }}
 {{- fail "autoscaling.keda.enabled needs a trigger: autoscaling.keda.prometheus.enabled or autoscaling.keda.natsJetStream.enabled." }}

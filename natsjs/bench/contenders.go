@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wmjs "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// startFloor is the plain loop: Consume (its default 500-message prefetch),
+// a semaphore of concurrency slots, a goroutine per message, ack after.
+func startFloor(_ *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+	cons, err := js.Consumer(context.Background(), "bench", consumer)
+	if err != nil {
+		return nil, err
+	}
+	sem := make(chan struct{}, concurrency)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			handle(m.Data())
+			_ = m.Ack()
+		}()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		cc.Drain()
+		<-cc.Closed()
+		for range concurrency { // wait for the goroutines
+			sem <- struct{}{}
+		}
+		return nil
+	}, nil
+}
+
+// startCrew runs a natsjs.Source on a pool of concurrency workers, with the
+// window window(concurrency).
+func startCrew(window func(concurrency int) int) startFunc {
+	return func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+		return startCrewWindow(js, consumer, concurrency, window(concurrency), handle)
+	}
+}
+
+func startCrewWindow(js jetstream.JetStream, consumer string, concurrency, window int, handle func([]byte)) (func() error, error) {
+	cons, err := js.Consumer(context.Background(), "bench", consumer)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := crew.New(crew.WithWorkers(concurrency))
+	if err != nil {
+		return nil, err
+	}
+	src, err := natsjs.New(pool, cons, func(_ context.Context, m *natsjs.Msg) error {
+		handle(m.Data())
+		return nil
+	}, natsjs.WithWindow(window))
+	if err != nil {
+		return nil, err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := src.Shutdown(ctx); err != nil {
+			return err
+		}
+		if err := <-errc; err != nil {
+			return err
+		}
+		return pool.Shutdown(ctx, crew.Drain)
+	}, nil
+}
+
+// startWatermill subscribes concurrency times to the existing consumer:
+// each Watermill subscription hands over one message at a time and waits
+// for its ack. Acks are plain (AckAsync), as for the others.
+func startWatermill(nc *nats.Conn, _ jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+	sub, err := wmjs.NewSubscriber(wmjs.SubscriberConfig{
+		Conn:                nc,
+		Logger:              watermill.NopLogger{},
+		AckAsync:            true,
+		ResourceInitializer: wmjs.ExistingConsumer(func(string, string) jetstream.ConsumerConfig { return jetstream.ConsumerConfig{Name: consumer} }, ""),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, concurrency)
+	for range concurrency {
+		msgs, err := sub.Subscribe(ctx, "bench")
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for m := range msgs {
+				handle(m.Payload)
+				m.Ack()
+			}
+		}()
+	}
+	return func() error {
+		cancel()
+		for range concurrency {
+			<-done
+		}
+		return nil
+	}, nil
+}

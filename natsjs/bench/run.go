@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+type config struct {
+	messages    int
+	concurrency int
+	latencyFor  time.Duration
+	rounds      int
+	only        string
+	cpuProfile  string
+	works       []time.Duration
+}
+
+// A contender consumes the stream "bench" through the durable consumer
+// named, calling handle for each message, until stop is called; stop
+// returns once it consumes no more.
+type contender struct {
+	name  string
+	start startFunc
+}
+
+type startFunc func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (stop func() error, err error)
+
+var contenders = []contender{
+	{"floor: Consume + semaphore", startFloor},
+	{"crew: natsjs.Source, window 2 (default)", startCrew(func(int) int { return natsjs.DefaultWindow })},
+	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c })},
+	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c })},
+
+	{"watermill-nats/v2 jetstream", startWatermill},
+}
+
+type result struct {
+	contender string
+	work      time.Duration
+	perSecond float64
+	p50, p99  time.Duration
+	rate      float64 // of the latency run
+}
+
+func run(cfg config, log io.Writer) ([]result, error) {
+	dir, err := os.MkdirTemp("", "natsjs-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		return nil, err
+	}
+	srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		return nil, errors.New("nats-server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "bench: GOMAXPROCS=%d, %s, %d messages, concurrency %d\n", runtime.GOMAXPROCS(0), runtime.Version(), cfg.messages, cfg.concurrency)
+
+	var out []result
+	for _, work := range []time.Duration{0, time.Millisecond} {
+		// Rounds alternate the contenders, so that a burst of load from
+		// elsewhere on the machine does not fall on one of them only; each
+		// figure is the median of its rounds.
+		rates := make([][]float64, len(contenders))
+		for round := range cfg.rounds {
+			for k := range contenders {
+				i := (k + round) % len(contenders)
+				c := contenders[i]
+				if cfg.only != "" && i > 0 && !strings.Contains(c.name, cfg.only) {
+					continue
+				}
+				r, err := throughput(nc, js, c, cfg, work)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", c.name, err)
+				}
+				fmt.Fprintf(log, "bench: round %d %-30s work=%-4v %9.0f msgs/s\n", round+1, c.name, work, r)
+				rates[i] = append(rates[i], r)
+			}
+		}
+		floorRate := 50000.0
+		if len(rates[0]) > 0 {
+			floorRate = median(rates[0])
+		}
+		rate := max(100, floorRate/2)
+		for i, c := range contenders {
+			if len(rates[i]) == 0 {
+				continue
+			}
+			r := result{contender: c.name, work: work, perSecond: median(rates[i])}
+			r.p50, r.p99, err = latency(nc, js, c, cfg, work, rate)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+			r.rate = rate
+			fmt.Fprintf(log, "bench: %-30s work=%-4v %9.0f msgs/s  p50=%v p99=%v (at %.0f msgs/s)\n", c.name, work, r.perSecond, r.p50, r.p99, rate)
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// fresh makes an empty stream "bench" and a durable consumer on it.
+func fresh(js jetstream.JetStream, consumer string) error {
+	ctx := context.Background()
+	_ = js.DeleteStream(ctx, "bench")
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "bench", Subjects: []string{"bench"}, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	_, err := js.CreateOrUpdateConsumer(ctx, "bench", jetstream.ConsumerConfig{
+		Durable: consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: -1,
+	})
+	return err
+}
+
+func payload() []byte {
+	return binary.AppendVarint(make([]byte, 0, 16), time.Now().UnixNano())
+}
+
+func publish(js jetstream.JetStream, n int) error {
+	for i := 0; i < n; i += 1000 {
+		for range min(1000, n-i) {
+			if _, err := js.PublishAsync("bench", payload()); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(30 * time.Second):
+			return errors.New("publish stalled")
+		}
+	}
+	return nil
+}
+
+// busy is a handler's work: d of waiting, as for a call to a database (a
+// spin would measure the two cores, not the consumers).
+func busy(d time.Duration) {
+	if d == 0 {
+		return
+	}
+	time.Sleep(d)
+}
+
+func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration) (float64, error) {
+	if err := fresh(js, "c"); err != nil {
+		return 0, err
+	}
+	n := cfg.messages
+	if work > 0 {
+		n = min(n, 20_000)
+	}
+	if err := publish(js, n); err != nil {
+		return 0, err
+	}
+	var handled atomic.Int64
+	done := make(chan struct{})
+	begin := time.Now()
+	stop, err := c.start(nc, js, "c", cfg.concurrency, func([]byte) {
+		busy(work)
+		if handled.Add(1) == int64(n) {
+			close(done)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		_ = stop()
+		return 0, fmt.Errorf("only %d of %d handled in 5 minutes", handled.Load(), n)
+	}
+	elapsed := time.Since(begin)
+	if err := stop(); err != nil {
+		return 0, err
+	}
+	if err := allAcked(js, "c", n); err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration, rate float64) (p50, p99 time.Duration, err error) {
+	if err := fresh(js, "c"); err != nil {
+		return 0, 0, err
+	}
+	n := int(rate * cfg.latencyFor.Seconds())
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
+	done := make(chan struct{})
+	stop, err := c.start(nc, js, "c", cfg.concurrency, func(data []byte) {
+		busy(work)
+		sent, _ := binary.Varint(data)
+		d := time.Since(time.Unix(0, sent))
+		mu.Lock()
+		lat = append(lat, d)
+		if len(lat) == n {
+			close(done)
+		}
+		mu.Unlock()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	// Publish at rate, in ticks of a millisecond.
+	perTick := rate / 1000
+	tick := time.NewTicker(time.Millisecond)
+	sent, owed := 0, 0.0
+	for sent < n {
+		<-tick.C
+		owed += perTick
+		for ; owed >= 1 && sent < n; owed-- {
+			if _, err := js.PublishAsync("bench", payload()); err != nil {
+				tick.Stop()
+				_ = stop()
+				return 0, 0, err
+			}
+			sent++
+		}
+	}
+	tick.Stop()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		_ = stop()
+		return 0, 0, errors.New("latency run did not finish")
+	}
+	if err := stop(); err != nil {
+		return 0, 0, err
+	}
+	if err := allAcked(js, "c", n); err != nil {
+		return 0, 0, err
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+// allAcked waits for the server to have every message acked.
+func allAcked(js jetstream.JetStream, consumer string, n int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := js.Consumer(context.Background(), "bench", consumer)
+		if err != nil {
+			return err
+		}
+		ci := info.CachedInfo()
+		if ci.AckFloor.Stream >= uint64(n) && ci.NumAckPending == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not all acked: ack floor %d of %d, %d pending", ci.AckFloor.Stream, n, ci.NumAckPending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func table(cfg config, res []result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| handler | consumer | msgs/s | vs floor | p50 | p99 |\n|---|---|---:|---:|---:|---:|\n")
+	floor := map[time.Duration]float64{}
+	for _, r := range res {
+		if strings.HasPrefix(r.contender, "floor") {
+			floor[r.work] = r.perSecond
+		}
+	}
+	for _, r := range res {
+		work := "empty"
+		if r.work > 0 {
+			work = r.work.String()
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.2fx | %v | %v |\n", work, r.contender, r.perSecond,
+			floor[r.work]/r.perSecond, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+	}
+	fmt.Fprintf(&b, "\n%d messages per throughput run (20,000 with 1 ms handlers), concurrency %d, GOMAXPROCS %d, %s.\n",
+		cfg.messages, cfg.concurrency, runtime.GOMAXPROCS(0), runtime.Version())
+	return b.String()
+}

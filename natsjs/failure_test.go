@@ -1,0 +1,169 @@
+package natsjs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go"
+)
+
+func TestFailureIsNakedWithBackoffThenRetried(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 5)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 2)
+	var mu sync.Mutex
+	var attempts []int
+	var at []time.Time
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		attempts = append(attempts, m.Attempt())
+		at = append(at, time.Now())
+		mu.Unlock()
+		if m.Attempt() < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}, natsjs.WithBackoff(100*time.Millisecond, time.Second))
+	run(t, src)
+	eventually(t, 10*time.Second, "acked on the third attempt", func() bool { return src.Stats().Acked == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(attempts) != "[1 2 3]" {
+		t.Fatalf("attempts %v, want [1 2 3]", attempts)
+	}
+	// The nak after attempt 2 asks for 100ms·2 less up to half: >= 100 ms.
+	if gap := at[2].Sub(at[1]); gap < 100*time.Millisecond {
+		t.Fatalf("retry after %v, want the backoff of at least 100 ms", gap)
+	}
+	if st := src.Stats(); st.Naked != 2 || st.Redelivered != 2 || st.Termed != 0 {
+		t.Fatalf("stats: %v", st)
+	}
+}
+
+func TestPanicIsAFailureNotACrash(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 5)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.Attempt() == 1 {
+			panic("boom")
+		}
+		return nil
+	}, natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
+	run(t, src)
+	eventually(t, 10*time.Second, "acked after the panic", func() bool { return src.Stats().Acked == 1 })
+	if st := src.Stats(); st.Naked != 1 {
+		t.Fatalf("stats: %v", st)
+	}
+}
+
+// TestPoisonMessageEndsInDeadLetter: a message that always fails is tried
+// MaxDeliver times, every retry taken (Watermill #645 skipped them), then
+// published to the dead-letter subject with its payload and the reason, and
+// termed, while the other messages flow.
+func TestPoisonMessageEndsInDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	e.stream(t, "dead", "dead.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 3)
+	const n = 200
+	e.publish(t, "jobs.a", n/2)
+	poison := nats.NewMsg("jobs.poison")
+	poison.Data = []byte("poison")
+	poison.Header.Set("X-Id", "p1")
+	poison.Header.Set(nats.MsgIdHdr, "p1")
+	ack, err := e.js.PublishMsg(context.Background(), poison)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "jobs.a", n/2)
+	pool := newPool(t, 4)
+	var mu sync.Mutex
+	var poisonAttempts []int
+	good := newSeen()
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.Subject() == "jobs.poison" {
+			mu.Lock()
+			poisonAttempts = append(poisonAttempts, m.Attempt())
+			mu.Unlock()
+			return errors.New("always fails")
+		}
+		good.add(m.StreamSeq())
+		return nil
+	}, natsjs.WithBackoff(10*time.Millisecond, 20*time.Millisecond), natsjs.WithDeadLetter(e.js, "dead.jobs"))
+	run(t, src)
+	eventually(t, 20*time.Second, "the poison dead-lettered and the rest acked", func() bool {
+		st := src.Stats()
+		return st.DeadLettered == 1 && st.Acked == n
+	})
+	if good.distinct() != n {
+		t.Fatalf("%d good messages ran, want %d", good.distinct(), n)
+	}
+	mu.Lock()
+	if fmt.Sprint(poisonAttempts) != "[1 2 3]" {
+		t.Fatalf("poison attempts %v, want [1 2 3]", poisonAttempts)
+	}
+	mu.Unlock()
+	dead, err := e.js.Stream(context.Background(), "dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := dead.GetMsg(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		natsjs.HeaderReason:    "always fails",
+		natsjs.HeaderAttempts:  "3",
+		natsjs.HeaderStream:    "jobs",
+		natsjs.HeaderStreamSeq: strconv.FormatUint(ack.Sequence, 10),
+		natsjs.HeaderSubject:   "jobs.poison",
+		natsjs.HeaderConsumer:  "crewd",
+		"X-Id":                 "p1",
+		nats.MsgIdHdr:          "",
+	}
+	for k, v := range want {
+		if got := dl.Header.Get(k); got != v {
+			t.Errorf("dead letter header %s = %q, want %q", k, got, v)
+		}
+	}
+	if string(dl.Data) != "poison" || dl.Subject != "dead.jobs" {
+		t.Errorf("dead letter %q on %q", dl.Data, dl.Subject)
+	}
+	if st := src.Stats(); st.Termed != 1 || st.Naked != 2 {
+		t.Fatalf("stats: %v", st)
+	}
+	eventually(t, 10*time.Second, "nothing left pending", func() bool {
+		info := consumerInfo(t, cons)
+		return info.NumAckPending == 0 && info.NumPending == 0
+	})
+}
+
+// TestDeadLetterFailureDoesNotTerm: when the dead-letter publish fails, the
+// message is naked, not termed without its copy.
+func TestDeadLetterFailureDoesNotTerm(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		return errors.New("always fails")
+	}, natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond),
+		natsjs.WithMaxDeliver(2), natsjs.WithDeadLetter(e.js, "nowhere.dead"))
+	run(t, src)
+	eventually(t, 20*time.Second, "a fourth attempt", func() bool { return src.Stats().Received >= 4 })
+	if st := src.Stats(); st.Termed != 0 || st.DeadLettered != 0 {
+		t.Fatalf("termed without a dead letter: %v", st)
+	}
+}

@@ -1,0 +1,131 @@
+package natsjs_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
+)
+
+// TestLongTaskIsNotRedelivered: a handler running three times AckWait keeps
+// its lease with heartbeats, so a second consumer never gets its message;
+// and the heartbeats come once per period, not in a storm (nats.go #1726).
+func TestLongTaskIsNotRedelivered(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	var runs atomic.Int32
+	h := func(ctx context.Context, m *natsjs.Msg) error {
+		runs.Add(1)
+		select {
+		case <-time.After(3 * ackWait):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	a := newSource(t, newPool(t, 1), cons, h)
+	b := newSource(t, newPool(t, 1), cons, h)
+	run(t, a)
+	eventually(t, 5*time.Second, "the task started", func() bool { return runs.Load() == 1 })
+	run(t, b)
+	eventually(t, 10*time.Second, "acked", func() bool { return a.Stats().Acked+b.Stats().Acked == 1 })
+	if runs.Load() != 1 {
+		t.Fatalf("ran %d times, want once", runs.Load())
+	}
+	st := a.Stats()
+	if st.Redelivered != 0 || b.Stats().Received != 0 {
+		t.Fatalf("redelivered: a %v; b %v", st, b.Stats())
+	}
+	// Renewed every half AckWait over 3 AckWaits: about 5 or 6, surely
+	// more than 2 and far fewer than a storm.
+	if st.Heartbeats < 3 || st.Heartbeats > 12 {
+		t.Fatalf("%d heartbeats over 3 AckWaits, want about 6", st.Heartbeats)
+	}
+}
+
+// TestLeaseLostCancelsTheHandler: with the server gone for longer than
+// AckWait, a running handler's context ends with ErrLeaseLost; the message
+// comes back once the server does, and is not naked by the first run.
+func TestLeaseLostCancelsTheHandler(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	cause := make(chan error, 1)
+	var started atomic.Int32
+	src := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if started.Add(1) > 1 {
+			return nil
+		}
+		<-ctx.Done()
+		cause <- ctx.Err()
+		return ctx.Err()
+	}, natsjs.WithConn(e.nc))
+	run(t, src)
+	eventually(t, 5*time.Second, "the task started", func() bool { return started.Load() == 1 })
+	addr := e.srv.Addr()
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	select {
+	case err := <-cause:
+		if !errors.Is(err, natsjs.ErrLeaseLost) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler's context ended with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler not cancelled within 10 s of a lost lease")
+	}
+	e.srv = startServer(t, e.dir, portOf(addr))
+	eventually(t, 20*time.Second, "redelivered and acked", func() bool { return src.Stats().Acked == 1 })
+	if st := src.Stats(); st.LeasesLost != 1 || st.Naked != 0 || st.Redelivered != 1 {
+		t.Fatalf("stats: %v", st)
+	}
+}
+
+// TestHandlerIgnoringItsContextDoesNotHoldTheMessage: once the pool's task
+// timeout cancelled a handler that goes on regardless, its lease is no
+// longer renewed, and the message comes back to another consumer after
+// AckWait instead of staying stuck (River #1258).
+func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	pool, err := crew.New(crew.WithWorkers(1), crew.WithTaskTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	release := make(chan struct{})
+	var started atomic.Int32
+	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		started.Add(1)
+		<-release // ignores ctx
+		return nil
+	})
+	run(t, a)
+	eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
+	var attempt atomic.Int32
+	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		attempt.Store(int32(m.Attempt()))
+		return nil
+	})
+	run(t, b)
+	eventually(t, 10*time.Second, "b runs it after AckWait", func() bool { return b.Stats().Acked == 1 })
+	if attempt.Load() != 2 {
+		t.Fatalf("b saw attempt %d, want 2", attempt.Load())
+	}
+	close(release)
+	eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
+	if hb := a.Stats().Heartbeats; hb > 1 {
+		t.Fatalf("%d heartbeats after the task's timeout, want none", hb)
+	}
+}

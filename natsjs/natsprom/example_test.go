@@ -1,0 +1,35 @@
+package natsprom_test
+
+import (
+	"fmt"
+
+	"github.com/crew-go/crew/natsjs/natsprom"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A Source's collector is registered beside its pool's (package prom).
+func ExampleNewCollector() {
+	f, err := newFixture(3) // a server, a stream of 3 messages, a Source
+	if err != nil {
+		panic(err)
+	}
+	defer f.cleanup()
+
+	collector, err := natsprom.NewCollector(f.src)
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+
+	families, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() == "natsjs_consumer_lag" {
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	// Output: natsjs_consumer_lag 3
+}

@@ -1,0 +1,92 @@
+package natsprom_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// fixture is an embedded server with a stream "jobs" holding n messages, a
+// consumer "crewd" and a Source on a pool of 2, not running.
+type fixture struct {
+	src     *natsjs.Source
+	cleanup func()
+}
+
+func newFixture(n int) (*fixture, error) {
+	dir, err := os.MkdirTemp("", "natsprom-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		return nil, err
+	}
+	srv.Start()
+	f := &fixture{}
+	var nc *nats.Conn
+	var pool *crew.Pool
+	f.cleanup = func() {
+		if pool != nil {
+			_ = pool.Shutdown(context.Background(), crew.Drain)
+		}
+		if nc != nil {
+			nc.Close()
+		}
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		_ = os.RemoveAll(dir)
+	}
+	fail := func(err error) (*fixture, error) {
+		f.cleanup()
+		return nil, err
+	}
+	if !srv.ReadyForConnections(10 * time.Second) {
+		return fail(errors.New("nats-server not ready"))
+	}
+	if nc, err = nats.Connect(srv.ClientURL()); err != nil {
+		return fail(err)
+	}
+	if pool, err = crew.New(crew.WithWorkers(2)); err != nil {
+		return fail(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fail(err)
+	}
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "jobs", Subjects: []string{"jobs.>"}}); err != nil {
+		return fail(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, "jobs", jetstream.ConsumerConfig{Durable: "crewd", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		return fail(err)
+	}
+	for range n {
+		if _, err := js.Publish(ctx, "jobs.a", []byte("x")); err != nil {
+			return fail(err)
+		}
+	}
+	if f.src, err = natsjs.New(pool, cons, func(context.Context, *natsjs.Msg) error { return nil }); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}
+
+func setup(t testing.TB, n int) (*natsjs.Source, func(context.Context) error) {
+	t.Helper()
+	f, err := newFixture(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.cleanup)
+	return f.src, f.src.Run
+}
