@@ -7,6 +7,9 @@ import (
 	"net/http"
 )
 
+// The nats-servers' monitoring pages the test reads: /jsz for the streams,
+// /connz for who is connected where.
+
 // jsz is the part of a nats-server's /jsz monitoring page the test reads:
 // the meta leader, and each stream's config, cluster and consumers.
 type jsz struct {
@@ -85,4 +88,37 @@ func (s streamDetail) healthy(replicas int) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// clientIPs reads the addresses of the clients named name connected to a
+// server, from its /connz page.
+func clientIPs(ctx context.Context, client *http.Client, addr, name string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/connz?limit=1024", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/connz on %s: %s", addr, resp.Status)
+	}
+	var z struct {
+		Conns []struct {
+			IP   string `json:"ip"`
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&z); err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, c := range z.Conns {
+		if c.Name == name {
+			ips = append(ips, c.IP)
+		}
+	}
+	return ips, nil
 }
