@@ -2,10 +2,13 @@
 # The full test run, what CI runs (after .ci/install): go vet and
 # go test -race in every module, then a 30 s fuzz run of the core, a quick
 # run of the benchmark suite (that its scenarios still run and draw),
-# crewd's container built, run and stopped (where a Docker engine answers)
-# and deploy/check.sh (Helm, kustomize, kube-score, promtool, and every
-# object applied to a real kube-apiserver with --dry-run=server; its tools
-# are built once and cached: about 10 minutes the first time).
+# crewd's container built, run and stopped, and the scale-out proof (three
+# crewd replicas on a three-node JetStream cluster in containers, one crewd
+# killed and one server cut off mid-load, every accepted job done; 1 to
+# 1.5 minutes), both where a Docker engine answers, and deploy/check.sh (Helm,
+# kustomize, kube-score, promtool, and every object applied to a real
+# kube-apiserver with --dry-run=server; its tools are built once and
+# cached: about 10 minutes the first time).
 # Usage: ./test.sh            (everything)
 #        ./test.sh prom bench (some modules, by directory; nothing else)
 # The core alone, fast on a cold cache: go test -race .
@@ -27,6 +30,8 @@ if [ $# -eq 0 ]; then
   (cd bench && go run ./cmd/crewbench -quick -out "$(mktemp -d)")
   echo "== service: the container"
   service/scripts/container-test.sh
+  echo "== deploy: scale-out in containers, a crewd killed and a NATS server cut off"
+  deploy/compose/cluster-test.sh
   echo "== deploy: the Kubernetes files, against a real kube-apiserver"
   deploy/check.sh
 fi

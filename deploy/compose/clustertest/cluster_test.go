@@ -1,0 +1,497 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The cluster's parts, as the compose file names them.
+var (
+	crewds  = []string{"crewd1", "crewd2", "crewd3"}
+	natses  = []string{"nats1", "nats2", "nats3"}
+	victim  = "crewd2" // the crewd that is killed
+	stream  = "jobs"
+	durable = "crewd"
+)
+
+// settings are the test's knobs, from the environment:
+// CLUSTER_JOBS (1000), CLUSTER_RATE (jobs/s, 50), CLUSTER_SETTLE (how long
+// after the last submission every job must have succeeded, 2m), and
+// CLUSTER_CREWD_IMAGE (run this crewd image as it is instead of building
+// one from the tree: how the test is shown to fail on a broken crewd).
+type settings struct {
+	jobs, rate int
+	settle     time.Duration
+	crewdImage string // "" = build crewd:clustertest
+}
+
+func readSettings(t *testing.T) settings {
+	s := settings{jobs: 1000, rate: 50, settle: 2 * time.Minute}
+	num := func(name string, p *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 10 {
+				t.Fatalf("%s=%q: want a number of at least 10", name, v)
+			}
+			*p = n
+		}
+	}
+	num("CLUSTER_JOBS", &s.jobs)
+	num("CLUSTER_RATE", &s.rate)
+	if v := os.Getenv("CLUSTER_SETTLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("CLUSTER_SETTLE=%q: want a positive duration", v)
+		}
+		s.settle = d
+	}
+	s.crewdImage = os.Getenv("CLUSTER_CREWD_IMAGE")
+	return s
+}
+
+// TestCluster is the scale-out proof: jobs through three crewd replicas on
+// an R3 JetStream cluster, one crewd killed while it runs jobs and the
+// jobs stream's leader cut off its network mid-load, both restored; every
+// job answered 202 must succeed.
+func TestCluster(t *testing.T) {
+	if os.Getenv("CREW_CLUSTER_TEST") == "" {
+		t.Skip("the compose cluster test runs with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh): it needs a Docker engine and a few minutes")
+	}
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		t.Skip("no Docker engine answers (docker info failed): not run")
+	}
+	set := readSettings(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	began := time.Now()
+	transport := &http.Transport{MaxIdleConnsPerHost: 32}
+	client := &http.Client{Transport: transport}
+	defer transport.CloseIdleConnections()
+
+	cl := up(ctx, t, set, client)
+	l := &load{client: client, reps: cl.reps, start: time.Now(), refused: map[string]int{}}
+	cl.faultsUnderLoad(ctx, t, set, l)
+	cl.tail(ctx, t, l)
+	cl.allSucceed(ctx, t, set, l)
+	cl.caughtUp(ctx, t)
+	t.Logf("whole test %.0fs", time.Since(began).Seconds())
+}
+
+// cluster is the compose project under test and where to reach it.
+type cluster struct {
+	c       *compose
+	client  *http.Client
+	monitor map[string]string // nats1 -> its /jsz address
+	reps    *replicas
+	leader  string // the jobs stream's leader when the load starts
+}
+
+func phase(t *testing.T, what string, since time.Time) {
+	t.Helper()
+	t.Logf("%-48s %6.1fs", what, time.Since(since).Seconds())
+}
+
+// up builds the images from the tree (nothing is pulled), starts the
+// project and waits until every crewd is ready and every stream is R3 with
+// its followers current.
+func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *cluster {
+	t0 := time.Now()
+	crewdImage, natsImage := "crewd:clustertest", "crew-nats:clustertest"
+	buildCrewd := crewdImage
+	if set.crewdImage != "" {
+		crewdImage, buildCrewd = set.crewdImage, "-"
+		t.Logf("crewd image %s, as it is (CLUSTER_CREWD_IMAGE)", crewdImage)
+	}
+	build := exec.CommandContext(ctx, filepath.Join("..", "build-images.sh"), buildCrewd, natsImage)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build-images.sh: %v\n%s", err, out)
+	}
+	phase(t, "images built", t0)
+
+	t0 = time.Now()
+	cl := &cluster{c: newCompose(t, crewdImage, natsImage), client: client, monitor: map[string]string{},
+		reps: &replicas{names: crewds, addr: map[string]string{}, down: map[string]bool{}}}
+	if _, err := cl.c.run(ctx, "up", "-d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.containers(ctx, append(natses, crewds...)...); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range natses {
+		cl.monitor[n] = cl.addr(ctx, t, n, 8222)
+	}
+	for _, n := range crewds {
+		cl.waitReady(ctx, t, n)
+	}
+	cl.leader = waitStreams(ctx, t, client, cl.monitor, 60*time.Second)
+	phase(t, fmt.Sprintf("cluster up, stream %s R3 led by %s", stream, cl.leader), t0)
+	return cl
+}
+
+// waitReady waits until a crewd answers 200 on /readyz, and takes its API
+// address. The address is read anew each time: a crewd that cannot set up
+// its stream at start (the cluster still electing its leaders) exits, and
+// Docker starts it again on other host ports.
+func (cl *cluster) waitReady(ctx context.Context, t *testing.T, service string) {
+	t.Helper()
+	var a string
+	waitFor(ctx, t, 90*time.Second, service+" ready", func() (bool, string) {
+		var err error
+		if a, err = cl.c.addr(ctx, service, 8080); err != nil {
+			return false, err.Error()
+		}
+		return ready(ctx, cl.client, "http://"+a+"/readyz")
+	})
+	cl.reps.set(service, a)
+}
+
+func (cl *cluster) addr(ctx context.Context, t *testing.T, service string, port int) string {
+	t.Helper()
+	a, err := cl.c.addr(ctx, service, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// faultsUnderLoad runs the steady load and, at 30% of it, a burst of slow
+// jobs; once the victim is seen running some, it is killed and the jobs
+// stream's leader is cut off the network; at 50% (no sooner than 10 s
+// later, no later than 30 s) both are restored while the load goes on.
+func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settings, l *load) {
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopLoad(); wg.Wait() }() // on a failure too
+	wg.Go(func() { l.run(loadCtx, set.jobs, set.rate, 16) })
+	at := func() string {
+		return fmt.Sprintf("at %5.1fs (%4d submitted):", time.Since(l.start).Seconds(), l.submitted.Load())
+	}
+	admin := cl.addr(ctx, t, victim, 9090)
+	waitFor(ctx, t, time.Duration(set.jobs/set.rate)*time.Second+time.Minute, "30% of the load submitted", func() (bool, string) {
+		got := l.submitted.Load()
+		return got >= int64(set.jobs*3/10), fmt.Sprintf("%d submitted", got)
+	})
+	l.burst(ctx, burstJobs, slowSpec)
+	t.Logf("%s submitted %d slow jobs (3 s)", at(), burstJobs)
+	var busy int
+	waitFor(ctx, t, 10*time.Second, victim+" running jobs", func() (bool, string) {
+		n, err := workersBusy(ctx, cl.client, admin)
+		busy = n
+		return err == nil && n > 0, fmt.Sprintf("crew_workers_busy %d (%v)", n, err)
+	})
+	restartsBefore := cl.restarts(ctx, victim)
+	cl.reps.setDown(victim)
+	if err := cl.c.kill(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	cut := cl.leader // the jobs stream's leader: the hardest server to lose
+	on := cl.attached(ctx, cut)
+	if err := cl.c.disconnect(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	cutAt, cutSeq := time.Now(), l.submitted.Load()
+	t.Logf("%s killed %s (SIGKILL) while it ran %d jobs; cut %s off the network (crewd replicas connected to it: %v)",
+		at(), victim, busy, cut, on)
+
+	// Restore at half the load, no sooner than 10 s after the cut, and no
+	// later than 30 s after it: a crewd still attached to the cut server
+	// may take no job until the server is back (see the README).
+	waitFor(ctx, t, time.Duration(set.jobs/set.rate)*time.Second+time.Minute, "half the load or 30 s of cut", func() (bool, string) {
+		since := time.Since(cutAt)
+		return since > 30*time.Second || since > 10*time.Second && l.submitted.Load() >= int64(set.jobs/2), ""
+	})
+	t.Logf("%s %d jobs submitted in the %.0f s of the cut", at(), l.submitted.Load()-cutSeq, time.Since(cutAt).Seconds())
+	if err := cl.c.connect(ctx, cut); err != nil {
+		t.Fatal(err)
+	}
+	cl.monitor[cut] = cl.addr(ctx, t, cut, 8222) // published anew when back
+	startedAt := time.Now()
+	if err := cl.c.start(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s %s back on the network, %s started again", at(), cut, victim)
+	cl.waitReady(ctx, t, victim)
+	n := cl.restarts(ctx, victim) - restartsBefore
+	t.Logf("%s %s ready (exited at start and restarted by Docker %d times on the way)", at(), victim, n)
+	if n > 0 {
+		logs, _ := exec.CommandContext(ctx, "docker", "logs", "--since", startedAt.Format(time.RFC3339Nano), cl.c.ids[victim]).CombinedOutput()
+		var why []string
+		for line := range strings.Lines(string(logs)) {
+			if !strings.Contains(line, `"msg":"request`) && !strings.HasPrefix(line, "  curl") {
+				why = append(why, strings.TrimSpace(line))
+			}
+		}
+		t.Logf("%s's lines since it was started again:\n%s", victim, strings.Join(why[:min(len(why), 30)], "\n"))
+	}
+
+	wg.Wait()
+	t.Logf("submitted %d + %d slow jobs in %.1fs: %d accepted (202), %d of them by a second replica; refused: %v",
+		set.jobs, burstJobs, time.Since(l.start).Seconds(), len(l.accepted), l.retried, l.refused)
+	if len(l.accepted) < set.jobs/2 {
+		t.Errorf("only %d of %d jobs accepted: the cluster should take most of them through the faults", len(l.accepted), set.jobs)
+	}
+}
+
+// attached names the crewd replicas connected to a nats-server, or says
+// why it cannot.
+func (cl *cluster) attached(ctx context.Context, server string) string {
+	ips, err := clientIPs(ctx, cl.client, cl.monitor[server], "crewd")
+	if err != nil {
+		return err.Error()
+	}
+	var names []string
+	for _, n := range crewds {
+		ip, err := cl.c.docker(ctx, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", cl.c.ids[n])
+		if err == nil && slices.Contains(ips, ip) {
+			names = append(names, n)
+		}
+	}
+	return fmt.Sprint(names)
+}
+
+// restarts is how often Docker restarted a service's container after it
+// exited by itself (its restart policy), -1 when it cannot say.
+func (cl *cluster) restarts(ctx context.Context, service string) int {
+	out, err := cl.c.docker(ctx, "inspect", "-f", "{{.RestartCount}}", cl.c.ids[service])
+	n, err2 := strconv.Atoi(out)
+	if err != nil || err2 != nil {
+		return -1
+	}
+	return n
+}
+
+// burstJobs is the number of slow jobs submitted just before the kill:
+// more than the three replicas run at once (16 workers each), so that
+// each, the victim too, is sure to have some.
+const burstJobs = 100
+
+// tail submits a few jobs to each replica in turn, the restarted one
+// included: each must accept them.
+func (cl *cluster) tail(ctx context.Context, t *testing.T, l *load) {
+	for _, n := range crewds {
+		for i := range 10 {
+			var id, why string
+			waitFor(ctx, t, 20*time.Second, n+" accepting jobs after the faults", func() (bool, string) {
+				id, why = l.post(ctx, n, sleepSpec(i))
+				return id != "", why
+			})
+			l.accepted = append(l.accepted, accepted{ID: id, Via: n, At: time.Since(l.start)})
+		}
+	}
+	t.Logf("every replica accepted 10 more jobs after the faults")
+}
+
+// allSucceed waits until every accepted job has succeeded, and counts the
+// jobs run more than once when the records show attempts.
+func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l *load) {
+	t0 := time.Now()
+	awaitCtx, stop := context.WithTimeout(ctx, set.settle)
+	out := l.await(awaitCtx, 16)
+	stop()
+	if len(out.pending) == 0 {
+		phase(t, fmt.Sprintf("all %d accepted jobs succeeded", len(l.accepted)), t0)
+	} else {
+		states := map[string]int{}
+		for _, id := range out.pending {
+			states[out.records[id].state()]++
+		}
+		t.Errorf("%d of %d accepted jobs did not succeed within %v of the last submission (by state; \"\": no record): %v",
+			len(out.pending), len(l.accepted), set.settle, states)
+		via := map[string]string{}
+		for _, a := range l.accepted {
+			via[a.ID] = a.Via
+		}
+		for _, id := range out.pending[:min(10, len(out.pending))] {
+			t.Logf("  job %s (accepted by %s): %v", id, via[id], out.records[id])
+		}
+	}
+
+	// At-least-once: the jobs the victim was running ran again elsewhere.
+	again, shown := 0, false
+	for _, r := range out.records {
+		n := r.attempts()
+		shown = shown || n > 0
+		if n > 1 {
+			again++
+		}
+	}
+	switch {
+	case !shown:
+		t.Logf("the job records show no attempt count: jobs run twice not counted")
+	case again == 0:
+		t.Errorf("no job record shows a second attempt, yet %s was killed while running jobs", victim)
+	default:
+		t.Logf("jobs run more than once (attempts > 1): %d of %d", again, len(out.records))
+	}
+}
+
+// caughtUp waits until the cut server is a current follower again (every
+// stream R3, every follower current) and the consumer has nothing left.
+func (cl *cluster) caughtUp(ctx context.Context, t *testing.T) {
+	t0 := time.Now()
+	waitStreams(ctx, t, cl.client, cl.monitor, 60*time.Second)
+	waitFor(ctx, t, 30*time.Second, "consumer "+durable+" with nothing outstanding", func() (bool, string) {
+		details, _, errs := leaders(ctx, cl.client, cl.monitor)
+		if len(errs) > 0 {
+			return false, strings.Join(errs, "; ")
+		}
+		for _, cd := range details[stream].Consumers {
+			if cd.Name == durable {
+				return cd.NumAckPending == 0 && cd.NumPending == 0,
+					fmt.Sprintf("ack pending %d, pending %d", cd.NumAckPending, cd.NumPending)
+			}
+		}
+		return false, "no consumer " + durable + " on the stream leader"
+	})
+	phase(t, "streams R3 and current again, consumer drained", t0)
+}
+
+// workersBusy reads crew_workers_busy of crewd's pool from its /metrics.
+func workersBusy(ctx context.Context, client *http.Client, admin string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, `crew_workers_busy{pool="crewd"} `); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	return 0, fmt.Errorf("no crew_workers_busy{pool=\"crewd\"} in %s/metrics", admin)
+}
+
+// ready reports whether a crewd answers 200 on /readyz.
+func ready(ctx context.Context, client *http.Client, url string) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, resp.Status
+}
+
+// leaders reads every stream from its leader's /jsz (only the leader
+// knows whether its followers are current), by stream name, with the
+// leader's name (each server is named after its compose service).
+func leaders(ctx context.Context, client *http.Client, monitor map[string]string) (map[string]streamDetail, map[string]string, []string) {
+	var names []string
+	for n := range monitor {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	details, leader := map[string]streamDetail{}, map[string]string{}
+	var seen []string
+	var errs []string
+	for _, n := range names {
+		z, err := readJSZ(ctx, client, monitor[n])
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for _, a := range z.Accounts {
+			for _, s := range a.Streams {
+				if _, ok := leader[s.Name]; !ok && !contains(seen, s.Name) {
+					seen = append(seen, s.Name)
+				}
+				if s.Cluster.Leader == n {
+					details[s.Name], leader[s.Name] = s, n
+				}
+			}
+		}
+	}
+	for _, s := range seen {
+		if _, ok := leader[s]; !ok {
+			errs = append(errs, "no server says it leads stream "+s)
+		}
+	}
+	return details, leader, errs
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// waitStreams waits until the jobs stream exists and every stream (the
+// jobs stream and the job records' KV bucket) has three replicas, a
+// leader and every follower current; it returns the jobs stream's leader.
+func waitStreams(ctx context.Context, t *testing.T, client *http.Client, monitor map[string]string, within time.Duration) string {
+	t.Helper()
+	var leader string
+	waitFor(ctx, t, within, "every stream R3 with every follower current", func() (bool, string) {
+		details, leaders, errs := leaders(ctx, client, monitor)
+		if len(errs) > 0 {
+			return false, strings.Join(errs, "; ")
+		}
+		if _, ok := details[stream]; !ok {
+			return false, "no stream " + stream
+		}
+		var names []string
+		for n := range details {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if ok, why := details[n].healthy(3); !ok {
+				return false, why
+			}
+		}
+		leader = leaders[stream]
+		return true, ""
+	})
+	return leader
+}
+
+// waitFor polls cond until it holds, failing the test after within with
+// cond's last word on why not.
+func waitFor(ctx context.Context, t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not within %v: %s", what, within, why)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
