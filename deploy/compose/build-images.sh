@@ -2,7 +2,7 @@
 # Builds the two images the compose file runs, with nothing pulled:
 #   crewd      service/scripts/build-image.sh (crewd, static, on scratch)
 #   crew-nats  nats-server built from its Go module, static, on scratch,
-#              with nats/nats.conf and natsreplicas/ (nats/Dockerfile)
+#              with nats/nats.conf (nats/Dockerfile)
 # The nats-server binary is kept in
 #   ${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin
 # and rebuilt only when its version is not the pin (about 45 s when built).
@@ -31,7 +31,6 @@ ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 if [ "$nats_tag" != - ]; then
   cp "$bin/nats-server" nats/Dockerfile nats/nats.conf "$ctx/"
-  (cd natsreplicas && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/natsreplicas" .)
   mkdir "$ctx/data"
   # The legacy builder needs no buildx plugin; fall back to the default.
   DOCKER_BUILDKIT=0 docker build -q -t "$nats_tag" "$ctx" >/dev/null 2>&1 || docker build -q -t "$nats_tag" "$ctx" >/dev/null

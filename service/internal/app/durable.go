@@ -30,8 +30,15 @@ type durable struct {
 	lagErr error
 }
 
+// pingInterval and maxPingsOut detect a shared NATS server that stopped
+// answering (cut off the network) in about pingInterval*(maxPingsOut+1).
+const (
+	pingInterval = 5 * time.Second
+	maxPingsOut  = 2
+)
+
 // setupTimeout bounds the connection and the stream, consumer and bucket
-// lookups at start.
+// lookups at start, tried again while a JetStream cluster forms.
 const setupTimeout = 30 * time.Second
 
 // startError is a start that failed, with the exit code it deserves.
@@ -60,7 +67,17 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 		d.nc, err = d.server.Connect(opts...)
 	} else {
 		opts = append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(-1),
+			// A server cut off the network sends nothing, not even a
+			// close: without an answer to two pings 5 s apart the
+			// connection counts as lost (within about 15 s) and is made
+			// again to another server of the list; /readyz fails meanwhile.
+			nats.PingInterval(pingInterval), nats.MaxPingsOutstanding(maxPingsOut),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err == nil {
+					// crewd's own Close at the stop: nothing is wrong.
+					log.Info("NATS connection closed")
+					return
+				}
 				log.Warn("NATS disconnected: jobs are refused (503) until it is back", "error", err)
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
@@ -82,7 +99,7 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	defer cancel()
 	d.runner, err = jobs.NewJetStreamRunner(ctx, js, jobs.JetStreamConfig{
 		Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
-		Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
+		Replicas: cfg.NATSReplicas, Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
 		AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
 		DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		Log: log,

@@ -47,6 +47,7 @@ type Config struct {
 	NATSConsumer   string        // the durable pull consumer every crewd shares
 	NATSBucket     string        // the key-value bucket of job records
 	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
+	NATSReplicas   int           // replicas of the stream and the bucket when crewd creates them
 	JobMaxAttempts int           // runs of one durable job started before it is given up; 0 for no limit
 }
 
@@ -86,6 +87,7 @@ func Default() Config {
 		NATSConsumer:    "crewd",
 		NATSBucket:      "jobs",
 		NATSAckWait:     30 * time.Second,
+		NATSReplicas:    1,
 	}
 }
 
@@ -129,6 +131,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
 	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-records and -job-record-ttl")
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
+	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	num(&c.JobMaxAttempts, "job-max-attempts", "runs of one job (through JetStream) started and interrupted (a crash, a hard stop) before it is failed instead of run again; 0: no limit")
 
 	// Environment first, so that flags given on the command line win.
@@ -239,6 +242,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-bucket %q: want letters, digits, - and _", c.NATSBucket)
 	case c.NATSAckWait < time.Second:
 		return fmt.Errorf("-nats-ack-wait %v: want at least 1s", c.NATSAckWait)
+	case c.NATSReplicas < 1 || c.NATSReplicas > 5:
+		return fmt.Errorf("-nats-replicas %d: want 1 to 5", c.NATSReplicas)
+	case c.Embedded() && c.NATSReplicas != 1:
+		return fmt.Errorf("-nats-replicas %d: the embedded server is one server: want 1, or set -nats-url to a JetStream cluster", c.NATSReplicas)
 	case c.JobMaxAttempts < 0:
 		return fmt.Errorf("-job-max-attempts %d: want 0 (no limit) or more", c.JobMaxAttempts)
 	}

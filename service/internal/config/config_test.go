@@ -28,7 +28,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("shutdown timeout %v does not fit a 30 s grace period", c.ShutdownTimeout)
 	}
 	// Jobs are durable by default, through an embedded server.
-	if !c.Durable() || !c.Embedded() || c.DataDir == "" || c.NATSStream != "jobs" || c.NATSConsumer != "crewd" {
+	if !c.Durable() || !c.Embedded() || c.DataDir == "" || c.NATSStream != "jobs" || c.NATSConsumer != "crewd" || c.NATSReplicas != 1 {
 		t.Fatalf("jobs default: %+v", c)
 	}
 }
@@ -49,8 +49,8 @@ func TestJobPaths(t *testing.T) {
 			t.Errorf("Parse(%q): %v, durable %v, embedded %v", tc.args, err, c.Durable(), c.Embedded())
 		}
 	}
-	c, err := config.Parse(nil, env(map[string]string{"CREW_NATS_URL": "nats://n:4222", "CREW_DATA_DIR": "/data"}), &bytes.Buffer{})
-	if err != nil || c.NATSURL != "nats://n:4222" || c.DataDir != "/data" {
+	c, err := config.Parse(nil, env(map[string]string{"CREW_NATS_URL": "nats://n:4222", "CREW_DATA_DIR": "/data", "CREW_NATS_REPLICAS": "3"}), &bytes.Buffer{})
+	if err != nil || c.NATSURL != "nats://n:4222" || c.DataDir != "/data" || c.NATSReplicas != 3 {
 		t.Fatalf("CREW_NATS_URL, CREW_DATA_DIR: %v %+v", err, c)
 	}
 }
@@ -100,6 +100,10 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{args: []string{"-nats-bucket", "a b"}, want: "-nats-bucket"},
 		{args: []string{"-nats-ack-wait", "100ms"}, want: "-nats-ack-wait 100ms"},
 		{args: []string{"-job-max-attempts", "-1"}, want: "-job-max-attempts -1"},
+		{args: []string{"-nats-url", "nats://a:4222", "-nats-replicas", "0"}, want: "-nats-replicas 0: want 1 to 5"},
+		{env: map[string]string{"CREW_NATS_URL": "nats://a:4222", "CREW_NATS_REPLICAS": "6"}, want: "-nats-replicas 6: want 1 to 5"},
+		{env: map[string]string{"CREW_NATS_REPLICAS": "three"}, want: "CREW_NATS_REPLICAS"},
+		{args: []string{"-nats-replicas", "3"}, want: "the embedded server is one server"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -117,7 +121,7 @@ func TestHelpListsEverySettingWithItsDefaultAndVariable(t *testing.T) {
 	}
 	for _, want := range []string{"-http-addr", `(default ":8080")`, "CREW_HTTP_ADDR", "-admin-addr", "-workers", "CREW_WORKERS",
 		"-queue", "-shutdown-delay", "(default 5s)", "-shutdown-timeout", "(default 25s)", "-shutdown-mode", `(default "drain-then-hard")`,
-		"-nats-url", "CREW_NATS_URL", "-data-dir", "CREW_DATA_DIR", `(default "crewd-data")`} {
+		"-nats-url", "CREW_NATS_URL", "-data-dir", "CREW_DATA_DIR", `(default "crewd-data")`, "-nats-replicas", "CREW_NATS_REPLICAS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-h does not show %q:\n%s", want, out.String())
 		}

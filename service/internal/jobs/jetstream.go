@@ -48,6 +48,7 @@ var _ Runner = (*JetStreamRunner)(nil)
 type JetStreamConfig struct {
 	Stream, Consumer, Bucket string // "jobs", "crewd", "jobs" in crewd
 
+	Replicas  int           // of the stream and the bucket when created here; 0 is 1
 	Records   int           // the bucket's bound on records
 	RecordTTL time.Duration // the bucket's TTL
 
@@ -61,16 +62,61 @@ type JetStreamConfig struct {
 
 // NewJetStreamRunner finds the stream, the consumer and the bucket, or
 // creates those missing with cfg's settings. Existing ones are used as they
-// are, whatever cfg says, so that an operator may create them (replicated,
-// say) beforehand; the settings in force are logged.
+// are, whatever cfg says, so that an operator may create them beforehand;
+// the settings in force are logged, with a warning for a stream or bucket
+// with fewer replicas than cfg.Replicas (raising them is left to the
+// operator: it moves the whole store between servers). While the
+// JetStream cluster is forming (no answer, or "temporarily unavailable")
+// the setup is tried again with backoff until ctx ends.
 func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStreamConfig) (*JetStreamRunner, error) {
-	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
+		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
 	r := &JetStreamRunner{
 		js: js, subject: cfg.Stream + ".",
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
 	}
+	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
+		return nil, err
+	}
+	if r.log != nil {
+		ctx, cancel := context.WithTimeout(ctx, setupAttempt)
+		defer cancel()
+		ci := r.cons.CachedInfo()
+		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
+			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
+		for _, name := range []string{cfg.Stream, "KV_" + cfg.Bucket} {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				continue
+			}
+			sc := s.CachedInfo().Config
+			if name == cfg.Stream {
+				args = append(args, "replicas", sc.Replicas)
+			} else {
+				args = append(args, "record_ttl", sc.MaxAge.String(), "records", sc.MaxMsgs, "bucket_replicas", sc.Replicas)
+			}
+			if sc.Replicas < cfg.Replicas {
+				r.log.Warn("a JetStream stream found has fewer replicas than asked; crewd leaves it as it is (raise it with nats stream edit --replicas)",
+					"stream", name, "replicas", sc.Replicas, "want", cfg.Replicas)
+			}
+		}
+		r.log.Info("jobs go through JetStream", args...)
+	}
+	return r, nil
+}
+
+// MaxReplicas is the most replicas a JetStream stream may have.
+const MaxReplicas = 5
+
+// setup is one attempt at finding or creating the stream, the consumer
+// and the bucket.
+func (r *JetStreamRunner) setup(ctx context.Context, cfg JetStreamConfig) error {
+	js := r.js
 	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        cfg.Stream,
@@ -78,10 +124,11 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 			Subjects:    []string{cfg.Stream + ".>"},
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
 		})
 	}, func() (jetstream.Stream, error) { return js.Stream(ctx, cfg.Stream) }, jetstream.ErrStreamNameAlreadyInUse)
 	if err != nil {
-		return nil, fmt.Errorf("stream %q: %w", cfg.Stream, err)
+		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
 	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
@@ -97,7 +144,7 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 		})
 	}, func() (jetstream.Consumer, error) { return stream.Consumer(ctx, cfg.Consumer) }, jetstream.ErrConsumerExists)
 	if err != nil {
-		return nil, fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
+		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
 	}
 	r.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
 		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -105,6 +152,7 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 			Description: "crewd's job records, by job id",
 			TTL:         cfg.RecordTTL,
 			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
 		})
 		if err != nil {
 			return nil, err
@@ -124,19 +172,9 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 		return kv, nil
 	}, func() (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }, jetstream.ErrBucketExists)
 	if err != nil {
-		return nil, fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
+		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
 	}
-	if r.log != nil {
-		ci := r.cons.CachedInfo()
-		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
-			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
-		if s, err := js.Stream(ctx, "KV_"+cfg.Bucket); err == nil {
-			bc := s.CachedInfo().Config
-			args = append(args, "record_ttl", bc.MaxAge.String(), "records", bc.MaxMsgs)
-		}
-		r.log.Info("jobs go through JetStream", args...)
-	}
-	return r, nil
+	return nil
 }
 
 // findOrCreate creates a thing, or finds it when create says it exists
