@@ -72,6 +72,7 @@ func (s *Source) pull() {
 	}
 	credit := free + window - unstarted - s.requested
 	threshold := max(1, (st.MaxWorkers+window)/2)
+	s.freed, s.threshold = 0, threshold
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}

@@ -65,6 +65,8 @@ type Source struct {
 	submitCtx    context.Context // values for the tasks; ends at the stop
 	cancelSubmit context.CancelFunc
 	retryAt      time.Time // no pull before, after a pull error
+	freed        int       // messages settled since the last pull decision
+	threshold    int       // the credit that sends a pull while one is in flight
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
 }
@@ -284,8 +286,15 @@ func (s *Source) release(m *Msg) {
 	}
 	m.prev, m.next = nil, nil
 	s.held--
+	// Wake Run only when a pull may follow: none in flight, enough slots
+	// freed since its last decision to reach the threshold, or a stop to
+	// finish. Waking it for every message would cost a pool snapshot each.
+	s.freed++
+	wake := s.fetches == 0 || s.freed >= s.threshold || s.stopping
 	s.mu.Unlock()
-	s.signal()
+	if wake {
+		s.signal()
+	}
 }
 
 // handBack naks a message that has not started, without delay, so that the
