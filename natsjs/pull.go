@@ -97,6 +97,9 @@ func (s *Source) fetch(n int) {
 	s.mu.Lock()
 	s.requested -= n - got
 	s.fetches--
+	if s.stopping && s.fetches == 0 {
+		s.endPulls.Do(func() { close(s.pullsEnded) })
+	}
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages):

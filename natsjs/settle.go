@@ -99,7 +99,14 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		s.deadLetter(m, fmt.Errorf("natsjs: cancelled by the pool's hard stop at the message's last delivery: %w", err))
 	case errors.Is(taskCtx.Err(), context.Canceled):
 		// The pool's hard stop cancelled it: not a failure of the message,
-		// so no backoff; hand it back now.
+		// so no backoff; hand it back now, once our own pulls have ended,
+		// lest the server give it straight back to one of them (pull.go,
+		// rule 3).
+		s.beginStop()
+		select {
+		case <-s.pullsEnded:
+		case <-time.After(time.Second):
+		}
 		if nerr := m.raw.Nak(); nerr != nil {
 			s.logWarn("hand back failed", m, nerr)
 			return

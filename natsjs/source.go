@@ -55,6 +55,8 @@ type Source struct {
 
 	fetchCtx    context.Context // ends the pulls in flight at once
 	cancelFetch context.CancelFunc
+	pullsEnded  chan struct{} // closed once stopping with no pull in flight
+	endPulls    sync.Once
 
 	mu           sync.Mutex
 	head         *Msg // the held messages: received, not yet settled
@@ -96,15 +98,16 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 		return nil, fmt.Errorf("%w: consumer %q acks %v; a Source needs explicit acks", ErrInvalidOption, info.Name, info.Config.AckPolicy)
 	}
 	s := &Source{
-		pool:     pool,
-		cons:     consumer,
-		h:        h,
-		o:        o,
-		ackWait:  info.Config.AckWait,
-		stream:   info.Stream,
-		consumer: info.Name,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		pool:       pool,
+		cons:       consumer,
+		h:          h,
+		o:          o,
+		ackWait:    info.Config.AckWait,
+		stream:     info.Stream,
+		consumer:   info.Name,
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		pullsEnded: make(chan struct{}),
 	}
 	if s.ackWait <= 0 {
 		s.ackWait = 30 * time.Second // the server's default
@@ -202,8 +205,12 @@ func (s *Source) beginStop() {
 	if s.cancelSubmit != nil {
 		s.cancelSubmit()
 	}
+	ended := s.fetches == 0
 	s.mu.Unlock()
 	s.cancelFetch()
+	if ended {
+		s.endPulls.Do(func() { close(s.pullsEnded) })
+	}
 	s.signal()
 }
 
