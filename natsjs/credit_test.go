@@ -42,6 +42,7 @@ func TestSourceHoldsOnlyFreeSlotsPlusWindow(t *testing.T) {
 				return nil
 			}, natsjs.WithWindow(c.window))
 			run(t, src)
+			openRelease, openOther := opener(t, release), opener(t, other)
 			running := c.workers - c.busy
 			bound := running + c.window
 			eventually(t, 10*time.Second, "the free slots taken", func() bool { return pool.Stats().Busy == c.workers })
@@ -57,8 +58,8 @@ func TestSourceHoldsOnlyFreeSlotsPlusWindow(t *testing.T) {
 			if got := consumerInfo(t, cons).NumAckPending; got < running {
 				t.Fatalf("%d out, want at least the %d free slots", got, running)
 			}
-			close(release)
-			close(other)
+			openRelease()
+			openOther()
 			eventually(t, 20*time.Second, "every message acked", func() bool { return src.Stats().Acked == n })
 			if st := src.Stats(); st.Redelivered != 0 {
 				t.Fatalf("redelivered: %v", st)

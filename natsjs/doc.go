@@ -24,10 +24,10 @@
 //   - Hands it back (nak without delay) when a stop finds it not started, or
 //     when the pool's hard stop cancelled it.
 //
-// Shutdown stops pulling, hands back every message not yet started, waits
-// for the pulls in flight (handing back what they bring), then for the
-// running handlers, which finish, are cancelled or are handed back as the
-// pool's own shutdown mode decides.
+// Shutdown stops pulling and ends the pulls in flight, hands back every
+// message not yet started, then waits for the running handlers, which
+// finish, are cancelled or are handed back as the pool's own shutdown mode
+// decides.
 //
 // Package natsprom exports a Source's Stats and Lag to Prometheus.
 package natsjs

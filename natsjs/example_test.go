@@ -66,7 +66,7 @@ func waitFor(cond func() bool) {
 
 // A Source runs a consumer's messages on a pool. On SIGTERM a service
 // calls the Source's Shutdown, then the pool's.
-func Example() {
+func ExampleSource() {
 	js, cons, stop := exampleJetStream()
 	defer stop()
 	ctx := context.Background()
@@ -227,4 +227,41 @@ func ExampleSource_Stats() {
 	// Output:
 	// lag before: 5
 	// received: 5 acked: 5 held: 0
+}
+
+// A Handler returns nil to ack, an error to retry later. A long one watches
+// its context: it ends on the pool's timeout or hard stop, and with
+// ErrLeaseLost when the server may already have given the message to
+// someone else.
+func ExampleHandler() {
+	js, cons, stop := exampleJetStream()
+	defer stop()
+	ctx := context.Background()
+	if _, err := js.Publish(ctx, "jobs.resize", []byte("image-7")); err != nil {
+		panic(err)
+	}
+	var handle natsjs.Handler = func(ctx context.Context, m *natsjs.Msg) error {
+		select {
+		case <-time.After(10 * time.Millisecond): // the work
+			return nil
+		case <-ctx.Done():
+			// After the pool's stop the message is handed back; after
+			// ErrLeaseLost it is left alone, to run again elsewhere.
+			return ctx.Err()
+		}
+	}
+	pool, err := crew.New()
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	src, err := natsjs.New(pool, cons, handle, natsjs.WithTaskName("resize"))
+	if err != nil {
+		panic(err)
+	}
+	go func() { _ = src.Run(ctx) }()
+	defer func() { _ = src.Shutdown(ctx) }()
+	waitFor(func() bool { return src.Stats().Acked == 1 })
+	fmt.Println("acked:", src.Stats().Acked)
+	// Output: acked: 1
 }

@@ -223,3 +223,13 @@ func streamMsgs(t testing.TB, js jetstream.JetStream, stream string) uint64 {
 	}
 	return info.State.Msgs
 }
+
+// opener closes ch once, from the test or from its cleanup, so that a
+// failed test does not leave handlers blocked on ch (and its cleanup
+// waiting for them). Call it after run, so that its cleanup runs first.
+func opener(t testing.TB, ch chan struct{}) func() {
+	var once sync.Once
+	open := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return open
+}

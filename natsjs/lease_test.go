@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,15 +62,20 @@ func TestLeaseLostCancelsTheHandler(t *testing.T) {
 	e.publish(t, "jobs.a", 1)
 	cause := make(chan error, 1)
 	var started atomic.Int32
+	quit := make(chan struct{})
 	src := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
 		if started.Add(1) > 1 {
 			return nil
 		}
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-quit: // the test failed
+		}
 		cause <- ctx.Err()
 		return ctx.Err()
 	}, natsjs.WithConn(e.nc))
 	run(t, src)
+	opener(t, quit)
 	eventually(t, 5*time.Second, "the task started", func() bool { return started.Load() == 1 })
 	addr := e.srv.Addr()
 	e.srv.Shutdown()
@@ -118,8 +122,7 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 				return nil
 			}, natsjs.WithWindow(window))
 			run(t, a)
-			var once sync.Once
-			t.Cleanup(func() { once.Do(func() { close(release) }) }) // before a's Shutdown
+			openRelease := opener(t, release)
 			eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
 			var attempt atomic.Int32
 			b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
@@ -138,7 +141,7 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 			} else if attempt.Load() < 2 || (st.Received > 1 && st.HandedBack == 0) {
 				t.Fatalf("b saw attempt %d; a: %v", attempt.Load(), st)
 			}
-			once.Do(func() { close(release) })
+			openRelease()
 			eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
 		})
 	}

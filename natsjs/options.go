@@ -23,8 +23,7 @@ const (
 	// message's lease is renewed with InProgress.
 	DefaultHeartbeat = 0.5
 	// DefaultPullExpiry is how long one pull request waits on the server for
-	// messages. Shutdown waits up to this long for the requests in flight,
-	// handing back whatever they still bring.
+	// messages: an idle Source sends about one request per expiry.
 	DefaultPullExpiry = time.Second
 	// DefaultTaskName names the pool tasks that run messages.
 	DefaultTaskName = "natsjs"
@@ -168,8 +167,8 @@ func WithTaskName(name string) Option {
 
 // WithPullExpiry sets how long one pull request waits on the server for
 // messages; it must be from 100 ms to 1 minute. A longer expiry costs fewer
-// idle requests and a longer Shutdown, which waits for the requests in
-// flight. The default is DefaultPullExpiry.
+// idle requests, and a pull lost in a server restart goes unnoticed for
+// longer. The default is DefaultPullExpiry.
 func WithPullExpiry(d time.Duration) Option {
 	return optionFunc(func(o *options) error {
 		if d < 100*time.Millisecond || d > time.Minute {

@@ -72,6 +72,7 @@ func (s *Source) pull() {
 	}
 	credit := free + window - unstarted - s.requested
 	threshold := max(1, (st.MaxWorkers+window)/2)
+	s.freed, s.threshold = 0, threshold
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}
@@ -96,6 +97,9 @@ func (s *Source) fetch(n int) {
 	s.mu.Lock()
 	s.requested -= n - got
 	s.fetches--
+	if s.stopping && s.fetches == 0 {
+		s.endPulls.Do(func() { close(s.pullsEnded) })
+	}
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages):

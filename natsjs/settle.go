@@ -29,11 +29,12 @@ const (
 // maxReason bounds the reason given to Term and to the dead letter.
 const maxReason = 512
 
-// run is the pool task of one message.
-func (m *Msg) run(ctx context.Context) error {
+// run is the pool task of one message. It returns the handler's error (a
+// panic as a *crew.PanicError), so that the pool counts the task as failed.
+func (m *Msg) run(ctx context.Context) (err error) {
 	s := m.src
 	if !m.state.CompareAndSwap(waiting, started) {
-		return nil // handed back by a stop, or its lease lost while waiting
+		return nil // handed back by a stop, or by a stalled pool
 	}
 	s.unstarted.Add(-1)
 	s.lastStart.Store(time.Now().UnixNano())
@@ -44,24 +45,25 @@ func (m *Msg) run(ctx context.Context) error {
 	mc := &msgContext{Context: ctx}
 	m.ctx.Store(mc)
 
-	var err error
 	returned := false
 	defer func() {
-		if !returned {
-			// A panic, or runtime.Goexit (recover returns nil then).
-			r := recover()
-			if r == nil {
-				err = &crew.PanicError{Task: s.o.taskName, Value: "runtime.Goexit called by the handler", Stack: debug.Stack()}
-			} else {
-				err = &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
-			}
-			if s.o.logger != nil {
-				s.o.logger.Error("natsjs: handler panicked", "stream_seq", m.seq, "attempt", m.attempt,
-					"panic", r, "stack", string(err.(*crew.PanicError).Stack))
-			}
-			mc.release()
-			s.settle(m, mc, ctx, err)
+		if returned {
+			return
 		}
+		// A panic, or runtime.Goexit (recover returns nil then, and the
+		// goroutine goes on exiting after this function).
+		r := recover()
+		pe := &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
+		if r == nil {
+			pe.Value = "runtime.Goexit called by the handler"
+		}
+		if s.o.logger != nil {
+			s.o.logger.Error("natsjs: handler panicked", "stream_seq", m.seq, "attempt", m.attempt,
+				"panic", pe.Value, "stack", string(pe.Stack))
+		}
+		mc.release()
+		s.settle(m, mc, ctx, pe)
+		err = pe
 	}()
 	err = s.h(mc, m)
 	returned = true
@@ -97,7 +99,14 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		s.deadLetter(m, fmt.Errorf("natsjs: cancelled by the pool's hard stop at the message's last delivery: %w", err))
 	case errors.Is(taskCtx.Err(), context.Canceled):
 		// The pool's hard stop cancelled it: not a failure of the message,
-		// so no backoff; hand it back now.
+		// so no backoff; hand it back now, once our own pulls have ended,
+		// lest the server give it straight back to one of them (pull.go,
+		// rule 3).
+		s.beginStop()
+		select {
+		case <-s.pullsEnded:
+		case <-time.After(time.Second):
+		}
 		if nerr := m.raw.Nak(); nerr != nil {
 			s.logWarn("hand back failed", m, nerr)
 			return

@@ -33,6 +33,7 @@ func TestShutdownHandsUnstartedToAnotherConsumer(t *testing.T) {
 	}, natsjs.WithWindow(3))
 	aDone := make(chan error, 1)
 	go func() { aDone <- a.Run(context.Background()) }()
+	openRelease := opener(t, release)
 	eventually(t, 10*time.Second, "a holds 1 running and 3 waiting", func() bool {
 		return aStarted.Load() == 1 && a.Stats().InFlight == 4
 	})
@@ -55,7 +56,7 @@ func TestShutdownHandsUnstartedToAnotherConsumer(t *testing.T) {
 		t.Fatalf("Shutdown returned %v while a handler was running", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
+	openRelease()
 	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +133,14 @@ func TestShutdownReturnsAtItsDeadline(t *testing.T) {
 	})
 	errc := make(chan error, 1)
 	go func() { errc <- src.Run(context.Background()) }()
+	openRelease := opener(t, release)
 	eventually(t, 10*time.Second, "started", func() bool { return started.Load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := src.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown: %v, want DeadlineExceeded", err)
 	}
-	close(release)
+	openRelease()
 	if err := src.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +181,7 @@ func TestStopKeepsMessagesAtTheirLastDelivery(t *testing.T) {
 			}, natsjs.WithWindow(3), natsjs.WithDeadLetter(e.js, "dead.jobs"))
 			errc := make(chan error, 1)
 			go func() { errc <- src.Run(context.Background()) }()
+			openRelease := opener(t, release)
 			eventually(t, 10*time.Second, "1 running, 3 waiting", func() bool {
 				return started.Load() == 1 && src.Stats().InFlight == 4
 			})
@@ -189,7 +192,7 @@ func TestStopKeepsMessagesAtTheirLastDelivery(t *testing.T) {
 				go func() { poolDone <- pool.Shutdown(context.Background(), crew.Soft) }()
 				eventually(t, 10*time.Second, "the pool dropped the queued", func() bool { return pool.Stats().Dropped == 3 })
 			}
-			close(release)
+			openRelease()
 			if err := <-shut; err != nil {
 				t.Fatal(err)
 			}

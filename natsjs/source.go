@@ -17,8 +17,8 @@ import (
 // A Handler runs one message. Returning nil acks it; an error naks it with
 // backoff (or terms it after the last attempt, with a dead-letter publish);
 // a panic is an error. ctx ends when the pool cancels the task (timeout,
-// hard shutdown) or when the message's lease can no longer be kept
-// (context.Cause-free: its Err is then ErrLeaseLost).
+// hard shutdown) or when the message's lease can no longer be kept; its Err
+// is then ErrLeaseLost, which wraps context.Canceled.
 type Handler func(ctx context.Context, m *Msg) error
 
 // Source pulls messages from a JetStream consumer and runs each as a task on
@@ -55,6 +55,8 @@ type Source struct {
 
 	fetchCtx    context.Context // ends the pulls in flight at once
 	cancelFetch context.CancelFunc
+	pullsEnded  chan struct{} // closed once stopping with no pull in flight
+	endPulls    sync.Once
 
 	mu           sync.Mutex
 	head         *Msg // the held messages: received, not yet settled
@@ -65,6 +67,8 @@ type Source struct {
 	submitCtx    context.Context // values for the tasks; ends at the stop
 	cancelSubmit context.CancelFunc
 	retryAt      time.Time // no pull before, after a pull error
+	freed        int       // messages settled since the last pull decision
+	threshold    int       // the credit that sends a pull while one is in flight
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
 }
@@ -94,15 +98,16 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 		return nil, fmt.Errorf("%w: consumer %q acks %v; a Source needs explicit acks", ErrInvalidOption, info.Name, info.Config.AckPolicy)
 	}
 	s := &Source{
-		pool:     pool,
-		cons:     consumer,
-		h:        h,
-		o:        o,
-		ackWait:  info.Config.AckWait,
-		stream:   info.Stream,
-		consumer: info.Name,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		pool:       pool,
+		cons:       consumer,
+		h:          h,
+		o:          o,
+		ackWait:    info.Config.AckWait,
+		stream:     info.Stream,
+		consumer:   info.Name,
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		pullsEnded: make(chan struct{}),
 	}
 	if s.ackWait <= 0 {
 		s.ackWait = 30 * time.Second // the server's default
@@ -200,8 +205,12 @@ func (s *Source) beginStop() {
 	if s.cancelSubmit != nil {
 		s.cancelSubmit()
 	}
+	ended := s.fetches == 0
 	s.mu.Unlock()
 	s.cancelFetch()
+	if ended {
+		s.endPulls.Do(func() { close(s.pullsEnded) })
+	}
 	s.signal()
 }
 
@@ -284,8 +293,15 @@ func (s *Source) release(m *Msg) {
 	}
 	m.prev, m.next = nil, nil
 	s.held--
+	// Wake Run only when a pull may follow: none in flight, enough slots
+	// freed since its last decision to reach the threshold, or a stop to
+	// finish. Waking it for every message would cost a pool snapshot each.
+	s.freed++
+	wake := s.fetches == 0 || s.freed >= s.threshold || s.stopping
 	s.mu.Unlock()
-	s.signal()
+	if wake {
+		s.signal()
+	}
 }
 
 // handBack naks a message that has not started, without delay, so that the

@@ -14,8 +14,8 @@ import (
 
 // startFloor is the plain loop: Consume (its default 500-message prefetch),
 // a semaphore of concurrency slots, a goroutine per message, ack after.
-func startFloor(_ *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
-	cons, err := js.Consumer(context.Background(), "bench", consumer)
+func startFloor(_ *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (func() error, error) {
+	cons, err := js.Consumer(context.Background(), t.stream, t.consumer)
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +44,13 @@ func startFloor(_ *nats.Conn, js jetstream.JetStream, consumer string, concurren
 // startCrew runs a natsjs.Source on a pool of concurrency workers, with the
 // window window(concurrency).
 func startCrew(window func(concurrency int) int) startFunc {
-	return func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
-		return startCrewWindow(js, consumer, concurrency, window(concurrency), handle)
+	return func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (func() error, error) {
+		return startCrewWindow(js, t, concurrency, window(concurrency), handle)
 	}
 }
 
-func startCrewWindow(js jetstream.JetStream, consumer string, concurrency, window int, handle func([]byte)) (func() error, error) {
-	cons, err := js.Consumer(context.Background(), "bench", consumer)
+func startCrewWindow(js jetstream.JetStream, t target, concurrency, window int, handle func([]byte)) (func() error, error) {
+	cons, err := js.Consumer(context.Background(), t.stream, t.consumer)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +83,12 @@ func startCrewWindow(js jetstream.JetStream, consumer string, concurrency, windo
 // startWatermill subscribes concurrency times to the existing consumer:
 // each Watermill subscription hands over one message at a time and waits
 // for its ack. Acks are plain (AckAsync), as for the others.
-func startWatermill(nc *nats.Conn, _ jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (func() error, error) {
+func startWatermill(nc *nats.Conn, _ jetstream.JetStream, t target, concurrency int, handle func([]byte)) (func() error, error) {
 	sub, err := wmjs.NewSubscriber(wmjs.SubscriberConfig{
 		Conn:                nc,
 		Logger:              watermill.NopLogger{},
 		AckAsync:            true,
-		ResourceInitializer: wmjs.ExistingConsumer(func(string, string) jetstream.ConsumerConfig { return jetstream.ConsumerConfig{Name: consumer} }, ""),
+		ResourceInitializer: wmjs.ExistingConsumer(func(string, string) jetstream.ConsumerConfig { return jetstream.ConsumerConfig{Name: t.consumer} }, ""),
 	})
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func startWatermill(nc *nats.Conn, _ jetstream.JetStream, consumer string, concu
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, concurrency)
 	for range concurrency {
-		msgs, err := sub.Subscribe(ctx, "bench")
+		msgs, err := sub.Subscribe(ctx, t.stream)
 		if err != nil {
 			cancel()
 			return nil, err

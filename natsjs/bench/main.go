@@ -31,7 +31,7 @@ func main() {
 	flag.IntVar(&cfg.messages, "n", 50_000, "messages in the backlog of each throughput run")
 	flag.IntVar(&cfg.concurrency, "concurrency", 64, "workers, semaphore slots and Watermill subscriptions")
 	flag.DurationVar(&cfg.latencyFor, "latency-for", 3*time.Second, "length of each steady-rate latency run")
-	flag.IntVar(&cfg.rounds, "rounds", 3, "throughput rounds per contender; the median is reported")
+	flag.IntVar(&cfg.rounds, "rounds", 5, "throughput rounds per contender; the median is reported")
 	flag.StringVar(&cfg.only, "only", "", "run only the contenders whose name contains this")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()

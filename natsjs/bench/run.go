@@ -30,15 +30,14 @@ type config struct {
 	works       []time.Duration
 }
 
-// A contender consumes the stream "bench" through the durable consumer
-// named, calling handle for each message, until stop is called; stop
+// A contender consumes a stream through a durable consumer (a target), calling handle for each message, until stop is called; stop
 // returns once it consumes no more.
 type contender struct {
 	name  string
 	start startFunc
 }
 
-type startFunc func(nc *nats.Conn, js jetstream.JetStream, consumer string, concurrency int, handle func([]byte)) (stop func() error, err error)
+type startFunc func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (stop func() error, err error)
 
 var contenders = []contender{
 	{"floor: Consume + semaphore", startFloor},
@@ -63,9 +62,12 @@ func run(cfg config, log io.Writer) ([]result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: os.Getenv("BENCH_SERVER_LOG") == "", NoSigs: true})
 	if err != nil {
 		return nil, err
+	}
+	if os.Getenv("BENCH_SERVER_LOG") != "" {
+		srv.ConfigureLogger()
 	}
 	srv.Start()
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
@@ -89,6 +91,18 @@ func run(cfg config, log io.Writer) ([]result, error) {
 		// elsewhere on the machine does not fall on one of them only; each
 		// figure is the median of its rounds.
 		rates := make([][]float64, len(contenders))
+		// A warm-up round, not counted: the first runs on a new server are
+		// slower for everyone (its file store and the heap grow).
+		warm := cfg
+		warm.messages = max(100, cfg.messages/5)
+		for i, c := range contenders {
+			if cfg.only != "" && i > 0 && !strings.Contains(c.name, cfg.only) {
+				continue
+			}
+			if _, err := throughput(nc, js, c, warm, work); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
 		for round := range cfg.rounds {
 			for k := range contenders {
 				i := (k + round) % len(contenders)
@@ -132,27 +146,42 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// fresh makes an empty stream "bench" and a durable consumer on it.
-func fresh(js jetstream.JetStream, consumer string) error {
+// A target is a stream, named as its one subject (as Watermill wants it),
+// and a durable consumer on it.
+type target struct{ stream, consumer string }
+
+var (
+	runs int
+	last target // the previous run's, deleted by the next fresh
+)
+
+// fresh makes a new stream and a durable consumer on it, then deletes the
+// previous one. In that order: deleting an account's last stream lets the
+// server remove its streams directory, racing with a create that follows.
+func fresh(js jetstream.JetStream, last target) (target, error) {
 	ctx := context.Background()
-	_ = js.DeleteStream(ctx, "bench")
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "bench", Subjects: []string{"bench"}, Storage: jetstream.FileStorage}); err != nil {
-		return err
+	if last.stream != "" {
+		defer func() { _ = js.DeleteStream(ctx, last.stream) }()
 	}
-	_, err := js.CreateOrUpdateConsumer(ctx, "bench", jetstream.ConsumerConfig{
-		Durable: consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: -1,
+	runs++
+	t := target{stream: fmt.Sprintf("bench%d", runs), consumer: "c"}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: t.stream, Subjects: []string{t.stream}, Storage: jetstream.FileStorage}); err != nil {
+		return t, err
+	}
+	_, err := js.CreateOrUpdateConsumer(ctx, t.stream, jetstream.ConsumerConfig{
+		Durable: t.consumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: -1,
 	})
-	return err
+	return t, err
 }
 
 func payload() []byte {
 	return binary.AppendVarint(make([]byte, 0, 16), time.Now().UnixNano())
 }
 
-func publish(js jetstream.JetStream, n int) error {
+func publish(js jetstream.JetStream, subject string, n int) error {
 	for i := 0; i < n; i += 1000 {
 		for range min(1000, n-i) {
-			if _, err := js.PublishAsync("bench", payload()); err != nil {
+			if _, err := js.PublishAsync(subject, payload()); err != nil {
 				return err
 			}
 		}
@@ -175,20 +204,22 @@ func busy(d time.Duration) {
 }
 
 func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration) (float64, error) {
-	if err := fresh(js, "c"); err != nil {
+	t, err := fresh(js, last)
+	last = t
+	if err != nil {
 		return 0, err
 	}
 	n := cfg.messages
 	if work > 0 {
 		n = min(n, 20_000)
 	}
-	if err := publish(js, n); err != nil {
+	if err := publish(js, t.stream, n); err != nil {
 		return 0, err
 	}
 	var handled atomic.Int64
 	done := make(chan struct{})
 	begin := time.Now()
-	stop, err := c.start(nc, js, "c", cfg.concurrency, func([]byte) {
+	stop, err := c.start(nc, js, t, cfg.concurrency, func([]byte) {
 		busy(work)
 		if handled.Add(1) == int64(n) {
 			close(done)
@@ -204,24 +235,29 @@ func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, 
 		return 0, fmt.Errorf("only %d of %d handled in 5 minutes", handled.Load(), n)
 	}
 	elapsed := time.Since(begin)
+	// Acks first, then the stop: a consumer stopped right after its last
+	// handler may drop that handler's ack (Watermill does).
+	ackErr := allAcked(js, t, n)
 	if err := stop(); err != nil {
 		return 0, err
 	}
-	if err := allAcked(js, "c", n); err != nil {
-		return 0, err
+	if ackErr != nil {
+		return 0, ackErr
 	}
 	return float64(n) / elapsed.Seconds(), nil
 }
 
 func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration, rate float64) (p50, p99 time.Duration, err error) {
-	if err := fresh(js, "c"); err != nil {
+	t, err := fresh(js, last)
+	last = t
+	if err != nil {
 		return 0, 0, err
 	}
 	n := int(rate * cfg.latencyFor.Seconds())
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, n)
 	done := make(chan struct{})
-	stop, err := c.start(nc, js, "c", cfg.concurrency, func(data []byte) {
+	stop, err := c.start(nc, js, t, cfg.concurrency, func(data []byte) {
 		busy(work)
 		sent, _ := binary.Varint(data)
 		d := time.Since(time.Unix(0, sent))
@@ -243,7 +279,7 @@ func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, wor
 		<-tick.C
 		owed += perTick
 		for ; owed >= 1 && sent < n; owed-- {
-			if _, err := js.PublishAsync("bench", payload()); err != nil {
+			if _, err := js.PublishAsync(t.stream, payload()); err != nil {
 				tick.Stop()
 				_ = stop()
 				return 0, 0, err
@@ -258,21 +294,22 @@ func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, wor
 		_ = stop()
 		return 0, 0, errors.New("latency run did not finish")
 	}
+	ackErr := allAcked(js, t, n)
 	if err := stop(); err != nil {
 		return 0, 0, err
 	}
-	if err := allAcked(js, "c", n); err != nil {
-		return 0, 0, err
+	if ackErr != nil {
+		return 0, 0, ackErr
 	}
 	slices.Sort(lat)
 	return lat[len(lat)/2], lat[len(lat)*99/100], nil
 }
 
 // allAcked waits for the server to have every message acked.
-func allAcked(js jetstream.JetStream, consumer string, n int) error {
+func allAcked(js jetstream.JetStream, t target, n int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		info, err := js.Consumer(context.Background(), "bench", consumer)
+		info, err := js.Consumer(context.Background(), t.stream, t.consumer)
 		if err != nil {
 			return err
 		}

@@ -2,9 +2,11 @@ package natsprom_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // A Source's collector is registered beside its pool's (package prom).
@@ -32,4 +34,28 @@ func ExampleNewCollector() {
 		}
 	}
 	// Output: natsjs_consumer_lag 3
+}
+
+// WithoutLag leaves out the consumer's lag, and with it the request a
+// scrape would send to the server.
+func ExampleWithoutLag() {
+	f, err := newFixture(3)
+	if err != nil {
+		panic(err)
+	}
+	defer f.cleanup()
+	collector, err := natsprom.NewCollector(f.src, natsprom.WithoutLag())
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector)
+	families, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(families), "families, lag among them:", slices.ContainsFunc(families, func(mf *dto.MetricFamily) bool {
+		return mf.GetName() == "natsjs_consumer_lag"
+	}))
+	// Output: 6 families, lag among them: false
 }
