@@ -107,7 +107,7 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		case <-s.pullsEnded:
 		case <-time.After(time.Second):
 		}
-		if nerr := m.raw.Nak(); nerr != nil {
+		if nerr := m.raw.NakWithDelay(handBackDelay); nerr != nil {
 			s.logWarn("hand back failed", m, nerr)
 			return
 		}

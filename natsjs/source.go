@@ -304,6 +304,14 @@ func (s *Source) release(m *Msg) {
 	}
 }
 
+// handBackDelay is the delay of a hand-back's nak: as good as none, but a
+// nak with a delay is written to the consumer's store (nats-server's
+// processNak updates the delivered state), so the message comes back within
+// the server's 10 ms pending check even after a server restart, where a
+// plain nak only queues it in the server's memory and a restart leaves it
+// to wait out its AckWait.
+const handBackDelay = time.Nanosecond
+
 // handBack naks a message that has not started, without delay, so that the
 // server gives it to another consumer now. It does nothing when a worker
 // started it first.
@@ -312,7 +320,7 @@ func (s *Source) handBack(m *Msg, why string) bool {
 		return false
 	}
 	s.unstarted.Add(-1)
-	if err := m.raw.Nak(); err != nil {
+	if err := m.raw.NakWithDelay(handBackDelay); err != nil {
 		s.logWarn("hand back failed; the server redelivers after AckWait", m, err)
 	}
 	s.c.handedBack.Add(1)

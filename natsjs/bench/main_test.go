@@ -14,7 +14,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestBenchRuns runs every contender on a few messages: the benchmark
-// works, and each consumer acks everything it is given.
+// works, and each of our consumers (and the floor) acks everything it is
+// given.
 func TestBenchRuns(t *testing.T) {
 	cfg := config{messages: 300, concurrency: 4, latencyFor: 200 * time.Millisecond, rounds: 1}
 	res, err := run(cfg, io.Discard)

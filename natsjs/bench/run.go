@@ -35,17 +35,22 @@ type config struct {
 type contender struct {
 	name  string
 	start startFunc
+	// peer: a consumer that is not ours. One that leaves a message unacked
+	// is reported on stderr, not failed: Watermill's subscriber now and
+	// then leaves one delivery unacknowledged past our 30 s wait (seen once
+	// in a CI run, 1 of 224).
+	peer bool
 }
 
 type startFunc func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (stop func() error, err error)
 
 var contenders = []contender{
-	{"floor: Consume + semaphore", startFloor},
-	{"crew: natsjs.Source, window 2 (default)", startCrew(func(int) int { return natsjs.DefaultWindow })},
-	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c })},
-	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c })},
+	{"floor: Consume + semaphore", startFloor, false},
+	{"crew: natsjs.Source, window 2 (default)", startCrew(func(int) int { return natsjs.DefaultWindow }), false},
+	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c }), false},
+	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c }), false},
 
-	{"watermill-nats/v2 jetstream", startWatermill},
+	{"watermill-nats/v2 jetstream", startWatermill, true},
 }
 
 type result struct {
@@ -241,8 +246,10 @@ func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, 
 	if err := stop(); err != nil {
 		return 0, err
 	}
-	if ackErr != nil {
+	if ackErr != nil && !c.peer {
 		return 0, ackErr
+	} else if ackErr != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", c.name, ackErr)
 	}
 	return float64(n) / elapsed.Seconds(), nil
 }
@@ -298,8 +305,10 @@ func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, wor
 	if err := stop(); err != nil {
 		return 0, 0, err
 	}
-	if ackErr != nil {
+	if ackErr != nil && !c.peer {
 		return 0, 0, ackErr
+	} else if ackErr != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", c.name, ackErr)
 	}
 	slices.Sort(lat)
 	return lat[len(lat)/2], lat[len(lat)*99/100], nil
