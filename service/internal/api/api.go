@@ -171,8 +171,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
 		return
 	case errors.Is(err, jobs.ErrRecordsFull), errors.Is(err, jobs.ErrUnavailable):
-		w.Header().Set("Retry-After", a.retryAfter())
-		a.fail(w, r, http.StatusServiceUnavailable, err.Error())
+		a.unavailable(w, r, err)
 		return
 	case err != nil:
 		a.poolError(w, r, err)
@@ -180,6 +179,13 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+}
+
+// unavailable answers 503 with Retry-After: the job store cannot take or
+// read a record now.
+func (a *API) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Retry-After", a.retryAfter())
+	a.fail(w, r, http.StatusServiceUnavailable, err.Error())
 }
 
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
@@ -190,8 +196,7 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
 		return
 	case errors.Is(err, jobs.ErrUnavailable):
-		w.Header().Set("Retry-After", a.retryAfter())
-		a.fail(w, r, http.StatusServiceUnavailable, err.Error())
+		a.unavailable(w, r, err)
 		return
 	case err != nil:
 		a.poolError(w, r, err)
