@@ -277,13 +277,8 @@ func (g *Group) run(fn func() error, name string, hard bool) (State, error, *Pan
 	case err == nil:
 		return Succeeded, nil, nil
 	}
-	if ie, ok := err.(*IndexError); ok {
-		if pe, ok := ie.Err.(*PanicError); ok {
-			if pe.Task == "" {
-				pe.Task = name
-			}
-			return Panicked, err, pe
-		}
+	if pe := elementPanic(err, name); pe != nil {
+		return Panicked, err, pe
 	}
 	return Failed, err, nil
 }

@@ -113,6 +113,20 @@ func atIndex(i int, err *error) {
 	}
 }
 
+// elementPanic is the panic an element's error carries (atIndex wraps it
+// in an *IndexError), named name if it has no name of its own, or nil.
+func elementPanic(err error, name string) *PanicError {
+	if ie, ok := err.(*IndexError); ok {
+		if pe, ok := ie.Err.(*PanicError); ok {
+			if pe.Task == "" {
+				pe.Task = name
+			}
+			return pe
+		}
+	}
+	return nil
+}
+
 // inOrder is err, what Wait returned, with a JoinErrors group's errors
 // sorted by element index; errors without one (refusals) come last.
 func (g *Group) inOrder(err error) error {

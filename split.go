@@ -39,8 +39,7 @@ import (
 // is unchanged. The caller returns once every participant that joined has
 // left; runners still queued then find the work done and end at once.
 type split struct {
-	group Group // the call's, in the same allocation
-	g     *Group
+	g     Group // the call's, in the same allocation
 	p     *Pool
 	n     int64
 	body  func(ctx context.Context, i int) error
@@ -56,7 +55,7 @@ type split struct {
 	_    [64]byte
 	next atomic.Int64 // the first unclaimed index
 	_    [56]byte
-	live atomic.Int64 // participants inside, and closedBit once no one may join
+	live atomic.Int64 // participants inside, and liveClosed once no one may join
 	_    [56]byte
 }
 
@@ -66,7 +65,7 @@ const liveClosed = 1 << 62
 // pool, as described on split, and returns what the group's Wait would.
 func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context, int) error, opts []GroupOption) error {
 	s := &split{n: int64(n), body: body, parts: 1}
-	g := &s.group
+	g := &s.g
 	g.init(ctx, pool, opts)
 	if g.cfgErr != nil {
 		return g.cfgErr
@@ -83,7 +82,7 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 	if ctx.Err() != nil {
 		return g.end(true)
 	}
-	s.g, s.p, g.split = g, p, s
+	s.p, g.split = p, s
 	if p.paused.Load() {
 		return s.delegate()
 	}
@@ -119,7 +118,7 @@ func (s *split) help(lent *worker) {
 		if p.cfg.observer != nil {
 			p.observe(Observation{Name: s.g.name, Run: time.Since(p.epoch) - obs, State: state})
 		}
-		p.workers.giveBack(s.g, lent)
+		p.workers.giveBack(&s.g, lent)
 	}()
 	if s.n > 1 {
 		s.recruit()
@@ -133,14 +132,9 @@ func (s *split) help(lent *worker) {
 // bound and the Limit allow, waiting for room, and waits for them as Wait
 // does.
 func (s *split) delegate() error {
-	g := s.g
-	k := min(s.p.workers.max.Load(), s.n)
-	if g.limit > 0 {
-		k = min(k, g.limit)
-	}
-	s.parts = k
-	s.live.Store(0)
-	for range k {
+	g := &s.g
+	s.parts = s.participants()
+	for range s.parts {
 		if err := g.submit(nil, nil, true); err != nil {
 			g.record(err)
 			break
@@ -154,16 +148,9 @@ func (s *split) delegate() error {
 // caller's first, without waiting for room: a full queue means fewer
 // helpers, never a caller blocked while it holds a slot.
 func (s *split) recruit() {
-	p, g := s.p, s.g
-	k := min(p.workers.max.Load(), s.n)
-	if g.limit > 0 {
-		k = min(k, g.limit)
-	}
-	s.parts = max(1, k)
-	if k <= 1 {
-		return
-	}
-	for range k - 1 {
+	p, g := s.p, &s.g
+	s.parts = s.participants()
+	for range s.parts - 1 {
 		g.pending.Add(1)
 		it := item{g: g, name: g.name} // no function: a runner (Group.run)
 		if p.level.Load() != levelOpen || p.offer(&it) != pushed {
@@ -173,6 +160,17 @@ func (s *split) recruit() {
 	}
 }
 
+// participants is how many may work on the call at once, the caller
+// included: the pool's bound and the group's Limit, and no more than the
+// elements.
+func (s *split) participants() int64 {
+	k := min(s.p.workers.max.Load(), s.n)
+	if s.g.limit > 0 {
+		k = min(k, s.g.limit)
+	}
+	return k
+}
+
 // runner is the function of a runner task: join, work, leave. An element
 // that calls runtime.Goexit ends the runner's worker (which fails the task
 // with ErrGoexit): the elements left are then abandoned, never lost.
@@ -180,9 +178,9 @@ func (s *split) runner() (err error) {
 	if !s.join() {
 		return nil
 	}
-	done := false
+	returned := false
 	defer func() {
-		if !done {
+		if !returned {
 			s.abandon()
 		}
 		s.leave()
@@ -193,7 +191,7 @@ func (s *split) runner() (err error) {
 	case Panicked:
 		err = errPartPanicked
 	}
-	done = true
+	returned = true
 	return err
 }
 
@@ -232,7 +230,7 @@ func (s *split) claim() (lo, hi int64, ok bool) {
 // span runs the elements lo..hi-1. It returns false if the call stopped
 // before the end: the rest of the work is then abandoned by everyone.
 func (s *split) span(lo, hi int64) (State, bool) {
-	g, p := s.g, s.p
+	g, p := &s.g, s.p
 	state := Succeeded
 	for i := lo; i < hi; i++ {
 		if g.ctx.Err() != nil || p.level.Load() >= levelSoft {
@@ -240,10 +238,7 @@ func (s *split) span(lo, hi int64) (State, bool) {
 			return state, false
 		}
 		if err := s.call(int(i)); err != nil {
-			if pe, ok := err.(*IndexError).Err.(*PanicError); ok {
-				if pe.Task == "" {
-					pe.Task = g.name
-				}
+			if pe := elementPanic(err, g.name); pe != nil {
 				p.panicked(pe)
 				state = Panicked
 			} else {
