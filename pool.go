@@ -185,6 +185,7 @@ func (p *Pool) offer(it *item) pushResult {
 		it.enq = time.Since(p.epoch)
 	}
 	r := p.q.push(it)
+	yieldpoint()
 	if r == pushed {
 		p.workers.notify(false)
 	}

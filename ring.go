@@ -92,6 +92,7 @@ func (r *ring) push(it *item) pushResult {
 		switch dif := int64(seq - 4*pos); {
 		case dif == 0:
 			if r.tail.CompareAndSwap(pos, pos+1) {
+				yieldpoint()
 				s.fn, s.efn, s.g = it.fn, it.efn, it.g
 				seq = 4*pos + written
 				if it.t != nil || it.name != "" || it.enq != 0 {
@@ -148,6 +149,7 @@ func (r *ring) pop(it *item) bool {
 // it do not take that cache line from the producers.
 func (r *ring) ready() bool {
 	pos := r.head.Load()
+	yieldpoint()
 	return r.slots[r.index(pos)].seq.Load()&^withSide == 4*pos+written
 }
 

@@ -76,8 +76,10 @@ func (w *worker) take(it *item) bool {
 			}
 		}
 		if !p.paused.Load() && p.q.pop(it) {
+			yieldpoint()
 			if w.looking {
 				w.stopLooking()
+				yieldpoint()
 				if p.q.ready() {
 					ws.notify(true) // rule 3: hand on
 				}
@@ -139,7 +141,9 @@ func (w *worker) spin() bool {
 		}
 		runtime.Gosched()
 	}
+	yieldpoint()
 	w.stopLooking()
+	yieldpoint()
 	return false
 }
 
@@ -149,6 +153,7 @@ func (w *worker) spin() bool {
 func (w *worker) park() bool {
 	ws := &w.p.workers
 	ws.park(w)
+	yieldpoint()
 	if w.hasWork() && ws.unpark(w) { // rule 4: publish, then look
 		return true
 	}
@@ -161,6 +166,7 @@ func (w *worker) park() bool {
 	}
 	w.stopLooking()
 	ws.giveUpSlot()
+	yieldpoint()
 	return ws.reclaim() // rule 5
 }
 

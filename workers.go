@@ -113,6 +113,7 @@ func (ws *workerSet) notify(looker bool) {
 	if ws.p.paused.Load() || ws.spinning.Load() > 0 {
 		return
 	}
+	yieldpoint()
 	if ws.parked.Load() > 0 && ws.wakeOne(looker) {
 		return
 	}
@@ -151,6 +152,7 @@ func (ws *workerSet) wakeOne(looker bool) bool {
 	}
 	w.looker = looker
 	ws.mu.Unlock()
+	yieldpoint()
 	w.wake <- struct{}{}
 	return true
 }
@@ -174,6 +176,7 @@ func (ws *workerSet) spawn(looker bool) bool {
 	if !ws.takeSlot() {
 		return false
 	}
+	yieldpoint()
 	w := &worker{p: ws.p, wake: make(chan struct{}, 1), looking: looker}
 	if looker {
 		ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
@@ -266,6 +269,7 @@ func (ws *workerSet) retireSurplus() bool {
 			return false
 		}
 		if ws.ctl.CompareAndSwap(c, c-1) {
+			yieldpoint()
 			return !ws.reclaim()
 		}
 	}
