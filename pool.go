@@ -186,8 +186,12 @@ func (p *Pool) offer(it *item) pushResult {
 	}
 	r := p.q.push(it)
 	yieldpoint()
-	if r == pushed {
+	switch r {
+	case pushed:
 		p.workers.notify(false)
+	case overtaken:
+		p.workers.notify(true) // the recruit hands on to the later pushes
+		r = pushed
 	}
 	return r
 }

@@ -58,6 +58,10 @@ type pushResult uint8
 
 const (
 	pushed pushResult = iota
+	// overtaken is pushed, but later pushes reserved their slots before
+	// this one was written: they may have relied on a looker that saw the
+	// queue's head unwritten and went on (workerSet's rule 2).
+	overtaken
 	full
 	closed
 )
@@ -100,6 +104,12 @@ func (r *ring) push(it *item) pushResult {
 					seq += withSide
 				}
 				s.seq.Store(seq)
+				yieldpoint()
+				// The tail line is ours from the CAS, unless a later
+				// push took it: then it is worth the read.
+				if r.tail.Load()&^closedBit != pos+1 {
+					return overtaken
+				}
 				return pushed
 			}
 			pos = r.tail.Load()
@@ -146,11 +156,24 @@ func (r *ring) pop(it *item) bool {
 
 // ready reports whether the item at head is written and waiting. It reads
 // only what a pop would, not the producers' tail, so idle workers polling
-// it do not take that cache line from the producers.
+// it do not take that cache line from the producers. If head moved while it
+// read the slot, it looks at the new head: the slot it read may have just
+// been emptied by a pop while the next one waits.
 func (r *ring) ready() bool {
 	pos := r.head.Load()
-	yieldpoint()
-	return r.slots[r.index(pos)].seq.Load()&^withSide == 4*pos+written
+	for {
+		yieldpoint()
+		if r.slots[r.index(pos)].seq.Load()&^withSide == 4*pos+written {
+			return true
+		}
+		// A consumer that moved head meanwhile may have emptied the slot
+		// read while the next one waits: look again at the new head.
+		now := r.head.Load()
+		if now == pos {
+			return false
+		}
+		pos = now
+	}
 }
 
 // close stops all further pushes.

@@ -106,6 +106,15 @@ func (w *worker) take(it *item) bool {
 	}
 }
 
+// startLooking counts the worker as a looker again: it found work on a
+// look made after it stopped counting (rules 3, 4 and 5).
+func (w *worker) startLooking() {
+	if !w.looking {
+		w.looking = true
+		w.p.workers.spinning.Add(1)
+	}
+}
+
 // stopLooking takes the worker out of the spinning count (rule 4).
 func (w *worker) stopLooking() {
 	if w.looking {
@@ -154,7 +163,12 @@ func (w *worker) park() bool {
 	ws := &w.p.workers
 	ws.park(w)
 	yieldpoint()
-	if w.hasWork() && ws.unpark(w) { // rule 4: publish, then look
+	// Rule 4: publish, then look. Work seen now may be that of pushes that
+	// relied on us while we counted as a looker, so we take it as a looker
+	// (rule 3), whether we take ourselves off the stack or a waker did.
+	seen := w.hasWork()
+	if seen && ws.unpark(w) {
+		w.startLooking()
 		return true
 	}
 	// Whoever took us off the stack sends a token, and counted us in
@@ -162,12 +176,19 @@ func (w *worker) park() bool {
 	<-w.wake
 	w.looking = w.looker
 	if !w.retired {
+		if seen {
+			w.startLooking()
+		}
 		return true
 	}
 	w.stopLooking()
 	ws.giveUpSlot()
 	yieldpoint()
-	return ws.reclaim() // rule 5
+	if !ws.reclaim() { // rule 5
+		return false
+	}
+	w.startLooking()
+	return true
 }
 
 func (w *worker) run(it *item) {

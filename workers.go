@@ -23,7 +23,11 @@ import (
 //     or a looker is counted (rule 3), it wakes a parked worker, else starts
 //     one if a slot is free, else every slot is taken by a worker that will
 //     look at the queue before it parks or retires (rules 4 and 5). The
-//     worker so recruited covers that one push and owes nothing more.
+//     worker so recruited covers that one push and owes nothing more;
+//     except that a push overtaken by later ones (they took their slots
+//     after it but were written before it: ring.push says so) recruits a
+//     looker, since a looker that saw the head still being written may
+//     have stopped with those later tasks behind it.
 //  3. Lookers hand on. A looker is a worker counted in spinning: one
 //     spinning before it parks, or one woken or started by another looker.
 //     A push that sees a looker relies on it instead of recruiting, so a
@@ -32,19 +36,28 @@ import (
 //     the next, as the Go scheduler's spinning threads do, until the queue
 //     is empty or every slot runs a task. (When the looker a burst relied on
 //     handed on once and the worker it woke did not, a burst into a warm
-//     pool ran on one or two workers while the others slept.)
+//     pool ran on one or two workers while the others slept.) "Ready"
+//     looks at the head again if a consumer moved it during the look, so a
+//     plain worker's pop beside a looker's cannot hide the next task.
 //  4. Publish, then look. A looker counts from the moment it spins, or its
 //     waker counts it, until it holds a task or parks; a worker counts as
 //     parked before its last look at the queue; notify reads those counts
 //     after its push. Of the pusher and the worker, at least one sees the
 //     other. A looker stops counting before it looks again (rule 3 after a
 //     pop, rule 4 before it parks, rule 5 before it exits), so a push that
-//     relied on it is never lost.
+//     relied on it is never lost; and a worker whose look after it stopped
+//     counting finds work takes that work as a looker again (startLooking),
+//     whether it takes itself off the idle stack or a waker does, because
+//     several pushes may have relied on it and only a looker hands on.
+//     (Taken by a plain worker, the first task of a burst ran and the
+//     others stayed queued beside free slots, once in a few thousand warm
+//     bursts.)
 //  5. Give up a slot, then look. A worker that gives up its slot (retired by
 //     the reaper, or surplus after Resize) looks at the queue afterwards and
 //     takes a slot back if there is work and room (reclaim), because a
-//     pusher that found every slot taken started no one; if there is work
-//     but no room, it recruits a parked worker as a looker in its place.
+//     pusher that found every slot taken started no one, and takes that
+//     work as a looker; if there is work but no room, it recruits a parked
+//     worker as a looker in its place.
 //  6. A helping caller is a worker. The caller of Map or ForEach may run
 //     elements itself on a slot it borrows: a free one, or a parked
 //     worker's, taken off the idle stack (borrow). It never looks at the
@@ -52,10 +65,17 @@ import (
 //     as rule 5 does: it recruits a worker if a task is queued, and wakes
 //     every parked worker if the pool began to stop or shrank.
 //
-// Together: while the pool is open and not paused, a queued task is taken
-// by a worker without waiting for another task to end, whenever fewer than
-// max functions run (invariant 7, checked at every quiescent point of the
-// fuzz target and by TestRendezvousAtTheBound).
+// Together: every push recruits a worker, finds every slot taken, or
+// relies on a looker counted when it looked; that looker's count ends with
+// a look that sees the pushed task (or finds it taken, or finds an earlier
+// slot still being written, whose push then recruits a looker), and a look
+// that sees work leads a looker to a task, which hands on. So while the
+// pool is open and not paused, a queued task is taken by a worker without
+// waiting for another task to end, whenever fewer than max functions run
+// (invariant 7). Checked at every quiescent point of the fuzz target, by
+// TestRendezvousAtTheBound, and under real threads by TestWarmBursts at
+// GOMAXPROCS 2, 4 and 8, whose windows -tags crewyield widens with a
+// yieldpoint between the steps above.
 type workerSet struct {
 	p *Pool
 
