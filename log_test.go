@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/crew-go/crew"
 )
@@ -33,9 +34,64 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
+		if k := repeatedKey(line); k != "" {
+			t.Errorf("log line repeats the key %q (a parser that keeps the last one misfiles it): %s", k, line)
+		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// repeatedKey returns a top-level key that a JSON object has twice, or "".
+func repeatedKey(line string) string {
+	d := json.NewDecoder(strings.NewReader(line))
+	if _, err := d.Token(); err != nil { // {
+		return ""
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// TestLogLinesRepeatNoKey: slog's own keys (time, level, msg) and each
+// attribute appear once per line, in every line the pool writes, escalated
+// stops included.
+func TestLogLinesRepeatNoKey(t *testing.T) {
+	if k := repeatedKey(`{"level":"INFO","msg":"m","level":"drain"}`); k != "level" {
+		t.Fatalf("repeatedKey missed a repeated key: %q", k)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		p := newPool(t, crew.WithWorkers(1), crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+		g := newGate()
+		submit(t, p, g.ignore)
+		g.waitStarted(t, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		stopped := make(chan error)
+		go func() { stopped <- p.Shutdown(ctx, crew.DrainThenHard) }()
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // past the deadline: the stop escalates and reports the stuck task
+		g.open()
+		<-stopped
+		if recs := buf.records(t); len(recs) < 3 {
+			t.Fatalf("want the start, the escalation and the end of the stop, got %d lines", len(recs))
+		}
+	})
 }
 
 func TestLoggerRecordsPanicsControlAndShutdown(t *testing.T) {

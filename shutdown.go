@@ -146,7 +146,7 @@ func (p *Pool) stop(lv int32, why string) {
 	p.mu.Unlock()
 	if l := p.cfg.logger; l != nil {
 		if prev == levelOpen {
-			l.Info("crew: shutdown started", "pool", p.cfg.name, "mode", why, "level", levelNames[lv],
+			l.Info("crew: shutdown started", "pool", p.cfg.name, "mode", why, "stop_level", levelNames[lv],
 				"queued", snap.Queued, "busy", snap.Busy)
 		} else {
 			s := p.Stats()
