@@ -32,8 +32,30 @@
 // task reaches exactly one terminal [State] and everyone waiting on it is
 // released; once Shutdown returns nil, no goroutine of the pool is left.
 //
-// The scheduler keeps one liveness promise besides: while the pool is open
-// and not paused, a queued task is taken as soon as fewer functions run than
-// the bound, without waiting for another task to end. The rules that keep it
-// are written at the top of workers.go.
+// # Invariants
+//
+// What the pool promises, each checked by its tests under -race (the
+// README's Proof section names them):
+//
+//  1. Every accepted task reaches exactly one terminal [State], and everyone
+//     waiting on it (its [*Task], its [Group]) is released: in every
+//     shutdown mode, on context cancellation, panic, timeout, resize and
+//     pause.
+//  2. No more task functions run at once than the bound, counting a timed-out
+//     task that ignores its context until it really returns.
+//  3. When Shutdown or Close returns nil, no goroutine of the pool is left;
+//     functions that ignore cancellation under a hard stop are reported
+//     ([ErrStuck]), not hidden.
+//  4. A panicking task never crashes the process or lowers capacity.
+//  5. Any call after shutdown returns a documented error at once
+//     ([ErrClosed]): never a panic, never a hang.
+//  6. Counters agree with what happened: submitted = succeeded + failed +
+//     panicked + timed out + canceled + dropped + in flight; refusals at
+//     submission are counted apart ([Stats]).
+//  7. Work conservation: while the pool is open and not paused, a queued task
+//     is taken as soon as fewer functions run than the bound, without
+//     waiting for another task to end; tasks that wait for each other at the
+//     bound all run. The rules that keep it are written at the top of
+//     workers.go.
+//  8. Shutdown and Close return by their context's deadline.
 package crew

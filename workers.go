@@ -15,9 +15,11 @@ import (
 // the scheduler; each names the code that keeps it.
 //
 //  1. Slots. A worker holds one of at most max slots in ctl from its start to
-//     its exit. A slot is taken only by a CAS below max (spawn, reclaim) and
-//     given up by exactly one decrement (retire, retireSurplus, stopping,
-//     goexit). Hence at most max task functions run at once (invariant 2).
+//     its exit; a helping caller holds one from borrow to giveBack (rule 6).
+//     A slot is taken only by a CAS below max (takeSlot: spawn, reclaim,
+//     borrow) and given up by exactly one decrement (giveUpSlot: a retired
+//     worker in park, retireSurplus, a stopping worker in take, goexit,
+//     giveBack). Hence at most max task functions run at once (invariant 2).
 //  2. Notify after push. Whoever makes a task runnable (a push, Resume,
 //     Resize, a stop) then calls notify or kick: unless the pool is paused
 //     or a looker is counted (rule 3), it wakes a parked worker, else starts
