@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 )
 
@@ -146,4 +147,37 @@ func (e *UnfinishedError) Unwrap() error { return e.Err }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// atIndex is deferred by an element's function: it wraps the element's
+// error, or its panic, in an *IndexError. A panic is recovered here and
+// returned as an IndexError wrapping the *PanicError, which the group still
+// counts and reports as a panic (see Group.run).
+func atIndex(i int, err *error) {
+	if v := recover(); v != nil {
+		*err = &IndexError{Index: i, Err: panicError("", v)}
+	} else if *err != nil {
+		*err = &IndexError{Index: i, Err: *err}
+	}
+}
+
+// elementPanic is the panic an element's error carries (atIndex wraps it
+// in an *IndexError), named name if it has no name of its own, or nil.
+func elementPanic(err error, name string) *PanicError {
+	if ie, ok := err.(*IndexError); ok {
+		if pe, ok := ie.Err.(*PanicError); ok {
+			if pe.Task == "" {
+				pe.Task = name
+			}
+			return pe
+		}
+	}
+	return nil
+}
+
+func indexOf(err error) int {
+	if ie, ok := err.(*IndexError); ok {
+		return ie.Index
+	}
+	return math.MaxInt
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"math"
 	"slices"
 )
 
@@ -101,32 +100,6 @@ func ForEachSeq[In any](ctx context.Context, pool *Pool, seq iter.Seq[In], fn fu
 	return g.inOrder(g.Wait())
 }
 
-// atIndex is deferred by an element's function: it wraps the element's
-// error, or its panic, in an *IndexError. A panic is recovered here and
-// returned as an IndexError wrapping the *PanicError, which the group still
-// counts and reports as a panic (see Group.run).
-func atIndex(i int, err *error) {
-	if v := recover(); v != nil {
-		*err = &IndexError{Index: i, Err: panicError("", v)}
-	} else if *err != nil {
-		*err = &IndexError{Index: i, Err: *err}
-	}
-}
-
-// elementPanic is the panic an element's error carries (atIndex wraps it
-// in an *IndexError), named name if it has no name of its own, or nil.
-func elementPanic(err error, name string) *PanicError {
-	if ie, ok := err.(*IndexError); ok {
-		if pe, ok := ie.Err.(*PanicError); ok {
-			if pe.Task == "" {
-				pe.Task = name
-			}
-			return pe
-		}
-	}
-	return nil
-}
-
 // inOrder is err, what Wait returned, with a JoinErrors group's errors
 // sorted by element index; errors without one (refusals) come last.
 func (g *Group) inOrder(err error) error {
@@ -138,11 +111,4 @@ func (g *Group) inOrder(err error) error {
 	g.mu.Unlock()
 	slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(indexOf(a), indexOf(b)) })
 	return errors.Join(errs...)
-}
-
-func indexOf(err error) int {
-	if ie, ok := err.(*IndexError); ok {
-		return ie.Index
-	}
-	return math.MaxInt
 }

@@ -29,7 +29,7 @@ type Pool struct {
 	// Read on every submit and every pop, written rarely.
 	_      [64]byte
 	paused atomic.Bool
-	level  atomic.Int32 // stopping level, see shutdown.go
+	level  atomic.Int32 // stopping level, below; raised by stop (shutdown.go)
 	_      [56]byte
 
 	counts      counters      // outcomes decided outside a worker: refusals, drops, cancels, callers' shares
@@ -97,101 +97,12 @@ func New(opts ...Option) (*Pool, error) {
 // Name returns the name given with WithName.
 func (p *Pool) Name() string { return p.cfg.name }
 
-// Go runs fn on a worker, waiting for room in the queue if it is full. It
-// returns ErrClosed once shutdown has begun (also while it waits) and
-// ErrNilFunc for a nil fn. A panic in fn is recovered, counted and handed to
-// the panic handler. Go allocates nothing.
-func (p *Pool) Go(fn func(), opts ...TaskOption) error {
-	it, err := p.shortItem(fn, opts)
-	if err != nil {
-		return err
-	}
-	return p.put(nil, &it)
-}
+// Stopping levels, in the order they escalate.
+const (
+	levelOpen int32 = iota
+	levelDrain
+	levelSoft
+	levelHard
+)
 
-// TryGo is Go without waiting: it returns ErrQueueFull when the queue has no
-// room.
-func (p *Pool) TryGo(fn func(), opts ...TaskOption) error {
-	it, err := p.shortItem(fn, opts)
-	if err != nil {
-		return err
-	}
-	return p.tryPut(&it)
-}
-
-func (p *Pool) shortItem(fn func(), opts []TaskOption) (item, error) {
-	if fn == nil {
-		return item{}, ErrNilFunc
-	}
-	var tc taskConfig
-	if len(opts) > 0 {
-		if err := tc.apply(opts, true); err != nil {
-			return item{}, err
-		}
-	}
-	return item{fn: fn, name: tc.name}, nil
-}
-
-// Submit queues fn as a long task and returns its handle. It waits for room
-// in the queue and gives up with ctx.Err() when ctx ends first, or with
-// ErrClosed when shutdown begins. ctx bounds only the wait and lends its
-// values to the task's context; the task's context is cancelled by the
-// task's timeout (Timeout, or WithTaskTimeout), by a hard stop and when the
-// task ends, never by ctx.
-func (p *Pool) Submit(ctx context.Context, fn func(context.Context) error, opts ...TaskOption) (*Task, error) {
-	if ctx == nil {
-		return nil, invalid("nil context")
-	}
-	t, err := p.newTask(ctx, fn, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.put(ctx, &item{t: t}); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// TrySubmit is Submit without waiting: it returns ErrQueueFull when the queue
-// has no room. The task's context takes no values.
-func (p *Pool) TrySubmit(fn func(context.Context) error, opts ...TaskOption) (*Task, error) {
-	t, err := p.newTask(nil, fn, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.tryPut(&item{t: t}); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-func (p *Pool) newTask(ctx context.Context, fn func(context.Context) error, opts []TaskOption) (*Task, error) {
-	if fn == nil {
-		return nil, ErrNilFunc
-	}
-	tc := taskConfig{timeout: p.cfg.taskTimeout}
-	if err := tc.apply(opts, false); err != nil {
-		return nil, err
-	}
-	t := &Task{fn: fn}
-	t.init(p, tc.name, tc.timeout, ctx)
-	return t, nil
-}
-
-// offer stamps it for the observer, pushes it once and, if it went in,
-// makes sure a worker will see it (workerSet's rule 2).
-func (p *Pool) offer(it *item) pushResult {
-	if p.cfg.observer != nil {
-		it.enq = time.Since(p.epoch)
-	}
-	r := p.q.push(it)
-	yieldpoint()
-	switch r {
-	case pushed:
-		p.workers.notify(false)
-	case overtaken:
-		p.workers.notify(true) // the recruit hands on to the later pushes
-		r = pushed
-	}
-	return r
-}
+var levelNames = [...]string{"open", "drain", "soft", "hard"}

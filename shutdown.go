@@ -55,16 +55,6 @@ func (m ShutdownMode) String() string {
 	return fmt.Sprintf("ShutdownMode(%d)", m)
 }
 
-// Stopping levels, in the order they escalate.
-const (
-	levelOpen int32 = iota
-	levelDrain
-	levelSoft
-	levelHard
-)
-
-var levelNames = [...]string{"open", "drain", "soft", "hard"}
-
 // cancelSettle is how long a wait that must end (its context has ended)
 // still gives functions cancelled just before to return, so that a function
 // that returns at once on cancellation is not reported as stuck. It is

@@ -1,7 +1,6 @@
 package crew
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,76 +16,6 @@ type submitters struct {
 	mu    sync.Mutex
 	list  []chan struct{}
 	spare []chan struct{} // waiter channels to reuse
-}
-
-// put queues it, waiting for room; a nil ctx waits until shutdown. A
-// context that has already ended is refused even when there is room.
-func (p *Pool) put(ctx context.Context, it *item) error {
-	var err error
-	if ctx != nil && p.level.Load() != levelOpen {
-		err = ErrClosed
-	} else if ctx != nil {
-		err = ctx.Err()
-	}
-	if err == nil {
-		switch p.offer(it) {
-		case pushed:
-			return nil
-		case closed:
-			err = ErrClosed
-		default:
-			err = p.putSlow(ctx, it)
-		}
-	}
-	if err != nil {
-		p.counts.refused.Add(1)
-	}
-	return err
-}
-
-// tryPut queues it without waiting.
-func (p *Pool) tryPut(it *item) error {
-	err := ErrClosed
-	switch p.offer(it) {
-	case pushed:
-		return nil
-	case full:
-		err = ErrQueueFull
-	}
-	p.counts.refused.Add(1)
-	return err
-}
-
-// putSlow waits on the list until a worker frees a slot, ctx ends or
-// shutdown begins.
-func (p *Pool) putSlow(ctx context.Context, it *item) error {
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
-	s := &p.submitters
-	wake := s.channel()
-	defer s.recycle(wake) // every path below leaves it empty and unlisted
-	for {
-		s.add(wake)
-		switch p.offer(it) {
-		case pushed:
-			s.leave(wake)
-			return nil
-		case closed:
-			s.leave(wake)
-			return ErrClosed
-		}
-		select {
-		case <-wake:
-		case <-done:
-			s.leave(wake)
-			return ctx.Err()
-		case <-p.closing:
-			s.leave(wake)
-			return ErrClosed
-		}
-	}
 }
 
 func (s *submitters) channel() chan struct{} {

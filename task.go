@@ -2,6 +2,8 @@ package crew
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,3 +180,29 @@ func (c *taskContext) Value(key any) any {
 }
 
 func (c *taskContext) String() string { return "crew.Task(" + c.name + ").context" }
+
+// Deadline is the task's start plus its timeout, on the monotonic clock as
+// context.WithTimeout's is (the pool's epoch carries both clocks). A timeout
+// so long that the sum overflows saturates, rather than wrapping into the
+// past.
+func (c *taskContext) Deadline() (time.Time, bool) {
+	if c.timeout <= 0 {
+		return time.Time{}, false
+	}
+	d := c.began + c.timeout
+	if d < c.began {
+		d = math.MaxInt64
+	}
+	return c.pool.epoch.Add(d), true
+}
+
+// settled waits out the short window in which another finisher has won but
+// not yet written the terminal state.
+func (t *Task) settled() State {
+	for {
+		if s := State(t.state.Load()); s != completing {
+			return s
+		}
+		runtime.Gosched()
+	}
+}
