@@ -61,3 +61,26 @@ func TestAllocations(t *testing.T) {
 	}
 	_, _ = r.Wait()
 }
+
+// TestSplitAllocations: a ForEach or Map costs a fixed few allocations per
+// call, whatever the number of elements (the split with its group in one,
+// the runners' queue items none), and the group reaches its Map through a
+// small interface that must not add one per runner.
+func TestSplitAllocations(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage counters allocate")
+	}
+	p := newPool(t, crew.WithWorkers(2))
+	ctx := context.Background()
+	for _, n := range []int{1, 64, 4096} {
+		in := make([]int, n)
+		each := func(context.Context, int) error { return nil }
+		_ = crew.ForEach(ctx, p, in, each)
+		if got := testing.AllocsPerRun(200, func() { _ = crew.ForEach(ctx, p, in, each) }); got > splitAllocs {
+			t.Errorf("ForEach over %d elements: %.2f allocations per call, want <= %d", n, got, splitAllocs)
+		}
+	}
+}
+
+// splitAllocs is what a ForEach call allocates: measured, then pinned.
+const splitAllocs = 4

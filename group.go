@@ -29,7 +29,7 @@ type Group struct {
 	join   bool
 	limit  int64
 	name   string // of tasks given without one
-	split  *split // the Map or ForEach the group runs, if any
+	parts  parts  // the Map or ForEach the group runs, if any
 
 	pending atomic.Int64 // accepted, not finished
 	waiters atomic.Int32 // Go calls waiting for the limit
@@ -40,6 +40,19 @@ type Group struct {
 	errs     []error // every error, with JoinErrors
 	skipSeen bool    // the cause of skipped tasks is recorded once
 	doneCh   chan struct{}
+}
+
+// parts is all a group knows of the Map or ForEach it runs (a split): its
+// queued tasks carry no function of their own but run the call's elements,
+// and one that starts after the call finished is no failure.
+type parts interface {
+	// runner runs elements until none is left or the call stops; it
+	// returns errPartFailed or errPartPanicked when it recorded failures
+	// itself, element by element.
+	runner() error
+	// finished reports whether every element was claimed and the call did
+	// not stop early.
+	finished() bool
 }
 
 // GroupOption configures a Group, a Results, a Stream, Map or ForEach.
@@ -258,13 +271,13 @@ func (g *Group) run(fn func() error, name string, hard bool) (State, error, *Pan
 		return Canceled, ErrCanceled, nil
 	}
 	if g.ctx.Err() != nil {
-		if g.split != nil && g.split.finished() {
+		if g.parts != nil && g.parts.finished() {
 			return Succeeded, nil, nil // a runner too late for a finished call
 		}
 		return Canceled, context.Cause(g.ctx), nil
 	}
 	if fn == nil { // a runner of the group's Map or ForEach
-		fn = g.split.runner
+		fn = g.parts.runner
 	}
 	err, pe := callGroup(fn, name)
 	switch {

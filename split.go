@@ -82,7 +82,7 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 	if ctx.Err() != nil {
 		return g.end(true)
 	}
-	s.p, g.split = p, s
+	s.p, g.parts = p, s
 	if p.paused.Load() {
 		return s.delegate()
 	}
