@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -28,13 +29,13 @@ func main() {
 	long := flag.Int("long", 40, "long tasks, every fourth too slow for its timeout")
 	logs := flag.Bool("log", false, "log the pool's events with slog")
 	flag.Parse()
-	if err := run(*workers, *short, *long, *logs); err != nil {
+	if err := run(os.Stdout, *workers, *short, *long, *logs); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(workers, short, long int, logs bool) error {
+func run(w io.Writer, workers, short, long int, logs bool) error {
 	opts := []crew.Option{crew.WithName("demo"), crew.WithWorkers(workers), crew.WithQueueSize(256)}
 	if logs {
 		opts = append(opts, crew.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
@@ -44,7 +45,7 @@ func run(workers, short, long int, logs bool) error {
 		return err
 	}
 	ctx := context.Background()
-	show := func(step string) { printStats(step, pool.Stats()) }
+	show := func(step string) { printStats(w, step, pool.Stats()) }
 	show("new pool (no goroutine yet)")
 
 	// 1. A burst of short tasks: no allocation, no timeout.
@@ -55,7 +56,7 @@ func run(workers, short, long int, logs bool) error {
 			return err
 		}
 	}
-	fmt.Printf("queued %d short tasks in %v\n", short, time.Since(start).Round(time.Microsecond))
+	fmt.Fprintf(w, "queued %d short tasks in %v\n", short, time.Since(start).Round(time.Microsecond))
 
 	// 2. Long tasks with a timeout; every fourth is too slow and times out,
 	// its waiter released at the deadline.
@@ -83,13 +84,13 @@ func run(workers, short, long int, logs bool) error {
 			timedOut++
 		}
 	}
-	fmt.Printf("%d long tasks, %d timed out\n", long, timedOut)
+	fmt.Fprintf(w, "%d long tasks, %d timed out\n", long, timedOut)
 
 	// 3. A panic becomes an error with its stack; the worker lives on.
 	t, _ := pool.Submit(ctx, func(context.Context) error { panic("nil map write") }, crew.Named("buggy"))
 	var pe *crew.PanicError
 	if errors.As(t.Wait(), &pe) {
-		fmt.Printf("panic recovered: %v (stack of %d bytes kept)\n", pe.Value, len(pe.Stack))
+		fmt.Fprintf(w, "panic recovered: %v (stack of %d bytes kept)\n", pe.Value, len(pe.Stack))
 	}
 
 	// 4. A batch that stops at its first error.
@@ -98,6 +99,7 @@ func run(workers, short, long int, logs bool) error {
 		ids[i] = i
 	}
 	var calls atomic.Int64
+	before := pool.Stats()
 	err = crew.ForEach(ctx, pool, ids, func(ctx context.Context, id int) error {
 		calls.Add(1)
 		if id == 100 {
@@ -105,7 +107,12 @@ func run(workers, short, long int, logs bool) error {
 		}
 		return nil
 	}, crew.Limit(4))
-	fmt.Printf("batch stopped after %d of %d calls: %v\n", calls.Load(), len(ids), err)
+	fmt.Fprintf(w, "batch stopped after %d of %d calls: %v\n", calls.Load(), len(ids), err)
+	// The pool counts a batch by its participants (the caller and the
+	// runners that claim elements in chunks), not by its elements.
+	after := pool.Stats()
+	fmt.Fprintf(w, "  in the pool's counts: %d participant task(s): succeeded %d, failed %d, canceled %d (a participant that finds the batch already stopped ends canceled)\n",
+		after.Submitted-before.Submitted, after.Succeeded-before.Succeeded, after.Failed-before.Failed, after.Canceled-before.Canceled)
 	show("after the work")
 
 	// 5. Pause: submits still queue; Resize: more workers at run time.
@@ -114,7 +121,10 @@ func run(workers, short, long int, logs bool) error {
 		_ = pool.Go(func() { time.Sleep(time.Millisecond) }, crew.Named("held"))
 	}
 	show("paused with 100 queued")
-	_ = pool.Resize(workers * 4)
+	if err := pool.Resize(workers * 4); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "resized from %d to %d workers and resumed: the 100 held tasks run\n", workers, workers*4)
 	_ = pool.Resume()
 
 	// 6. A pod's SIGTERM: run what was accepted, hard just before the deadline.
@@ -127,8 +137,8 @@ func run(workers, short, long int, logs bool) error {
 	return nil
 }
 
-func printStats(step string, s crew.Stats) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+func printStats(out io.Writer, step string, s crew.Stats) {
+	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(w, "\n== %s\n", step)
 	fmt.Fprintf(w, "workers\t%d alive, %d busy, bound %d\n", s.Workers, s.Busy, s.MaxWorkers)
 	fmt.Fprintf(w, "queue\t%d of %d, %d submitters waiting, paused %v, closed %v\n", s.Queued, s.QueueCapacity, s.Waiting, s.Paused, s.Closed)
