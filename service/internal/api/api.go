@@ -33,6 +33,11 @@ type API struct {
 	// connection is down): /readyz answers 503 with the reason meanwhile.
 	Ready func() error
 
+	// Live, if not nil, says why the process is of no more use (its NATS
+	// connection closed for good): /healthz answers 503 with the reason,
+	// so that the liveness probe restarts it.
+	Live func() error
+
 	// Factorial computes the numbers' factorials for the online mode:
 	// crew by default; the benchmark swaps in errgroup and a goroutine per
 	// number.
@@ -81,6 +86,12 @@ func (a *API) Handler() http.Handler {
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	if a.Live != nil {
+		if err := a.Live(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failing", "reason": err.Error()})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
@@ -190,6 +201,12 @@ func (a *API) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !jobs.ValidID(id) {
+		// Checked before any store is asked: an id goes into a NATS
+		// subject, and a long one would cost the connection.
+		a.fail(w, r, http.StatusNotFound, fmt.Sprintf("no job %s: a job id is %d lowercase hex digits", quoteShort(id), jobs.IDLen))
+		return
+	}
 	rec, err := a.Jobs.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
@@ -203,6 +220,15 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)
+}
+
+// quoteShort quotes s, cut to its first 32 bytes: an answer does not echo
+// a hostile client's kilobytes.
+func quoteShort(s string) string {
+	if len(s) > 32 {
+		return strconv.Quote(s[:32]) + fmt.Sprintf("... (%d bytes)", len(s))
+	}
+	return strconv.Quote(s)
 }
 
 // poolError answers for a task the pool would not take or finish.

@@ -117,7 +117,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 			}
 			return ExitFailed
 		}
-		a.Jobs, a.Ready = d.runner, d.ready
+		a.Jobs, a.Ready, a.Live = d.runner, d.ready, d.live
 		where = d.where(cfg)
 		sourceMetrics, err := natsprom.NewCollector(d.source)
 		if err != nil {

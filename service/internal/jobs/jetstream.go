@@ -231,6 +231,10 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 
 // Get implements Runner, from the bucket: any crewd answers for any job.
 func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
+	if !ValidID(id) {
+		// Never a key: not one crewd made.
+		return Record{}, ErrNotFound
+	}
 	if err := r.connected(); err != nil {
 		return Record{}, err
 	}

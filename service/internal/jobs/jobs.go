@@ -181,8 +181,27 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// IDLen is the length of a job id: 8 random bytes in lowercase hex.
+const IDLen = 16
+
 func newID() string {
-	var b [8]byte
+	var b [IDLen / 2]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form of the ids crewd makes: IDLen
+// lowercase hex digits. Anything else is no job, answered without asking
+// a store: an id becomes part of a NATS subject and a key, and the server
+// closes a connection whose control line passes 4 KB.
+func ValidID(id string) bool {
+	if len(id) != IDLen {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
