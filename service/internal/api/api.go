@@ -10,7 +10,9 @@ import (
 	"math/big"
 	"math/bits"
 	"net/http"
+	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,10 +46,32 @@ type API struct {
 	Factorial func(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, error)
 
 	stopping atomic.Bool
+
+	cutOnce   sync.Once
+	cutCtx    context.Context // done once CutBodies is called
+	cancelCut context.CancelFunc
 }
 
-// SetStopping makes /readyz fail from now on: the first step of a stop.
+// SetStopping makes /readyz fail from now on, and every answer carry
+// Connection: close, so that no keep-alive connection outlives the
+// shutdown delay: a request sent as the listener closes is then on a new
+// connection, answered or refused at connect, never cut unanswered. The
+// first step of a stop.
 func (a *API) SetStopping() { a.stopping.Store(true) }
+
+// CutBodies ends every body read in progress now, and every one that
+// starts later, with 408: a client that sent its headers and not its body
+// must not hold the listener's drain. The stop calls it as the listener
+// closes.
+func (a *API) CutBodies() {
+	a.cutContext()
+	a.cancelCut()
+}
+
+func (a *API) cutContext() context.Context {
+	a.cutOnce.Do(func() { a.cutCtx, a.cancelCut = context.WithCancel(context.Background()) })
+	return a.cutCtx
+}
 
 // Handler returns the routes, with request ids, panic recovery, metrics
 // and a debug access log around them.
@@ -80,7 +104,7 @@ func (a *API) Handler() http.Handler {
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
-		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+quoteShort(r.URL.Path))
 	}))
 	return mux
 }
@@ -256,6 +280,24 @@ func (a *API) retryAfter() string {
 // decode reads one JSON value into v, strictly: unknown fields, trailing
 // data and bodies over the limit are refused with a clear answer.
 func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	// The body is read within the request timeout, and no longer than the
+	// stop allows: a client that stalls mid-body gets 408, and its
+	// connection is closed.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(a.RequestTimeout))
+	cut := context.AfterFunc(a.cutContext(), func() { _ = rc.SetReadDeadline(time.Now()) })
+	ok := a.decodeBody(w, r, v)
+	if cut() && ok {
+		// Read whole: the deadline must not outlive the body (the server's
+		// background read of the connection would cancel the request at
+		// it). After a failure it stays, so that the server does not wait
+		// for the rest of the body before closing the connection.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return ok
+}
+
+func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -268,6 +310,13 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	switch {
 	case err == nil:
 		return true
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		why := fmt.Sprintf("body not received within the request timeout (%v)", a.RequestTimeout)
+		if a.cutContext().Err() != nil {
+			why = "body not received before the stop"
+		}
+		a.fail(w, r, http.StatusRequestTimeout, why)
 	case errors.As(err, &tooBig):
 		a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
 	case errors.Is(err, io.EOF):

@@ -1,0 +1,114 @@
+package api_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawPost sends the headers of a POST with a body of 100 bytes and only
+// its first byte, then reads the answer: a client stalled mid-body.
+func rawPost(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, "POST /v1/factorial HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	return conn, bufio.NewReader(conn)
+}
+
+func read408(t *testing.T, conn net.Conn, br *bufio.Reader, says string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bound, not a wait
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !resp.Close || !strings.Contains(string(raw), says) {
+		t.Fatalf("stalled body: %d close=%v %s", resp.StatusCode, resp.Close, raw)
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection after a 408: %v, want it closed", err)
+	}
+}
+
+// TestStalledBodyGets408: a POST whose body stops coming is answered 408
+// once the request timeout has passed, and its connection closed.
+func TestStalledBodyGets408(t *testing.T) {
+	f := newFixture(t)
+	f.api.RequestTimeout = 100 * time.Millisecond
+	conn, br := rawPost(t, f.srv.Listener.Addr().String())
+	read408(t, conn, br, `"error":"body not received within the request timeout (100ms)"`)
+}
+
+// TestCutBodiesEndsAStalledBody: the stop does not wait for a body that
+// is not coming, whatever the request timeout.
+func TestCutBodiesEndsAStalledBody(t *testing.T) {
+	f := newFixture(t)
+	f.api.RequestTimeout = time.Hour
+	conn, br := rawPost(t, f.srv.Listener.Addr().String())
+	// The handler may not have started reading yet: the cut holds for the
+	// reads that start after it too.
+	f.api.CutBodies()
+	read408(t, conn, br, "body not received before the stop")
+}
+
+// TestAnswersCloseTheConnectionFromTheStop: from SetStopping on, every
+// answer says Connection: close, so that no keep-alive connection is left
+// for the listener's close to cut under a request.
+func TestAnswersCloseTheConnectionFromTheStop(t *testing.T) {
+	f := newFixture(t)
+	if a := f.do(t, "GET", "/healthz", ""); a.header.Get("Connection") == "close" {
+		t.Fatal("Connection: close before the stop")
+	}
+	f.api.SetStopping()
+	for _, path := range []string{"/healthz", "/readyz", "/v1/jobs/0123456789abcdef", "/nowhere"} {
+		resp, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if !resp.Close {
+			t.Fatalf("GET %s while stopping: %d %v without Connection: close", path, resp.StatusCode, resp.Header)
+		}
+	}
+}
+
+// TestLiveHook: /healthz fails while Live says the process is of no more
+// use (its NATS connection closed for good).
+func TestLiveHook(t *testing.T) {
+	f := newFixture(t)
+	f.api.Live = func() error { return errors.New("NATS connection closed for good") }
+	a := f.do(t, "GET", "/healthz", "")
+	if a.code != 503 || a.body["reason"] != "NATS connection closed for good" {
+		t.Fatalf("healthz: %d %v", a.code, a.body)
+	}
+}
+
+// TestHugeHeadersGetJSON431: headers past the API's bound get its JSON
+// answer, not net/http's plain text (which only headers past 1 MB get).
+func TestHugeHeadersGetJSON431(t *testing.T) {
+	f := newFixture(t)
+	req, _ := http.NewRequest("GET", f.srv.URL+"/healthz", nil)
+	req.Header.Set("X-Big", strings.Repeat("b", 70<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 431 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(raw), `"error":"request line and headers of about`) {
+		t.Fatalf("huge headers: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	}
+}
