@@ -1,0 +1,338 @@
+package e2e_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// addrOf is the host:port of an http:// URL.
+func addrOf(url string) string { return strings.TrimPrefix(url, "http://") }
+
+// rawAnswer is an answer read off a raw connection.
+type rawAnswer struct {
+	code  int
+	close bool // Connection: close
+	body  map[string]any
+	raw   string
+}
+
+// roundTrip writes req as it is on conn and reads the answer, within 20 s
+// (a bound for a hang, not a wait).
+func roundTrip(conn net.Conn, br *bufio.Reader, req string) (rawAnswer, error) {
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		return rawAnswer{}, err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return rawAnswer{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return rawAnswer{}, err
+	}
+	a := rawAnswer{code: resp.StatusCode, close: resp.Close, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body)
+	return a, nil
+}
+
+// raw sends one request on a new connection.
+func raw(t *testing.T, url, req string) rawAnswer {
+	t.Helper()
+	conn, err := net.Dial("tcp", addrOf(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	a, err := roundTrip(conn, bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatalf("%.60q: %v", req, err)
+	}
+	return a
+}
+
+func get(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: crewd\r\n\r\n" }
+
+func postJSON(path, body string, headers ...string) string {
+	h := ""
+	for _, x := range headers {
+		h += x + "\r\n"
+	}
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: crewd\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s", path, len(body), h, body)
+}
+
+// TestLongJobIDIsA404: a job id of 5000 bytes, which would make a NATS
+// control line over the server's 4 KB and cost the connection, is an
+// unknown job like any other; readiness, liveness and the job API are
+// untouched, with the embedded server and with a shared one.
+func TestLongJobIDIsA404(t *testing.T) {
+	a := start(t, "-nats-listen", "127.0.0.1:0")
+	b := start(t, "-nats-url", a.nats)
+	for _, c := range []*crewd{a, b} {
+		for _, id := range []string{strings.Repeat("a", 5000), strings.Repeat("a", 4020), "a.*.>", "%2e%2e"} {
+			ans := raw(t, c.http, get("/v1/jobs/"+id))
+			if msg, _ := ans.body["error"].(string); ans.code != 404 || !strings.Contains(msg, "a job id is 16 lowercase hex digits") {
+				t.Fatalf("GET a %d-byte id: %d %s", len(id), ans.code, ans.raw)
+			}
+		}
+		for _, probe := range []string{"/readyz", "/healthz"} {
+			if ans := raw(t, c.http, get(probe)); ans.code != 200 {
+				t.Fatalf("%s after long ids: %d %s", probe, ans.code, ans.raw)
+			}
+		}
+		o := post(c.http+"/v1/jobs", `{"kind":"factorial","n":5}`)
+		if o.code != 202 {
+			t.Fatalf("a job after long ids: %+v", o)
+		}
+		waitJob(t, c, o.jobID, "succeeded", 10*time.Second)
+	}
+}
+
+// cutter is a TCP proxy in front of a NATS server that can end its
+// clients' connections the way the server does for a protocol error: an
+// -ERR, then the close. nats.go does not reconnect after that.
+type cutter struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutter(t *testing.T, upstream string) *cutter {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutter{ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				down.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, down, up)
+			p.mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(up, down); up.Close() })
+			wg.Go(func() { _, _ = io.Copy(down, up); down.Close() })
+		}
+	})
+	return p
+}
+
+// cut sends every client the server's answer to a control line over 4 KB
+// and closes the connections.
+func (p *cutter) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, c := range p.conns {
+		if i%2 == 0 {
+			_, _ = io.WriteString(c, "-ERR 'Maximum Control Line Exceeded'\r\n")
+		}
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestConnectionClosedForGoodFailsLiveness: when the server closes crewd's
+// connection for good, crewd says so at ERROR (not as its own close, at
+// INFO), /healthz fails, and the job source's end stops crewd with exit
+// code 1, so that the pod is restarted.
+func TestConnectionClosedForGoodFailsLiveness(t *testing.T) {
+	a := start(t, "-nats-listen", "127.0.0.1:0")
+	proxy := newCutter(t, strings.TrimPrefix(a.nats, "nats://"))
+	b := start(t, "-nats-url", "nats://"+proxy.ln.Addr().String(), "-shutdown-delay", "3s")
+	if ans := raw(t, b.http, get("/healthz")); ans.code != 200 {
+		t.Fatalf("healthz before: %d", ans.code)
+	}
+	proxy.cut()
+	failing := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !failing; time.Sleep(10 * time.Millisecond) {
+		conn, err := net.Dial("tcp", addrOf(b.http))
+		if err != nil {
+			break // exited already
+		}
+		ans, err := roundTrip(conn, bufio.NewReader(conn), get("/healthz"))
+		conn.Close()
+		failing = err == nil && ans.code == 503 && strings.Contains(ans.raw, "closed for good")
+	}
+	select {
+	case <-b.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("crewd went on after its connection was closed for good")
+	}
+	if !failing {
+		t.Fatal("/healthz never failed with the connection closed for good")
+	}
+	line := b.logLine("NATS connection closed for good by the server; crewd stops, /healthz fails meanwhile")
+	if line == nil || line["level"] != "ERROR" || !strings.Contains(strings.ToLower(fmt.Sprint(line["error"])), "maximum control line exceeded") {
+		t.Fatalf("the close's log line: %v", line)
+	}
+	if b.logLine("NATS connection closed") != nil {
+		t.Fatal("the server's close logged as crewd's own")
+	}
+	if code := b.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+}
+
+// TestStalledBodyIsCut: a POST that sends its headers and one byte of a
+// 100-byte body is answered 408 once the request timeout has passed; and
+// one stalled the same way does not hold a stop, which ends long before
+// its deadline.
+func TestStalledBodyIsCut(t *testing.T) {
+	const deadline = 20 * time.Second
+	c := start(t, "-nats-url", "off", "-request-timeout", "2s", "-shutdown-delay", "100ms", "-shutdown-timeout", deadline.String())
+	stall := func() (net.Conn, *bufio.Reader) {
+		conn, err := net.Dial("tcp", addrOf(c.http))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := io.WriteString(conn, "POST /v1/factorial HTTP/1.1\r\nHost: crewd\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+		return conn, bufio.NewReader(conn)
+	}
+	conn, br := stall()
+	sent := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("a stalled body, no answer after %v: %v", time.Since(sent), err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(sent); resp.StatusCode != 408 || !resp.Close || took > 10*time.Second {
+		t.Fatalf("a stalled body: %d %s after %v", resp.StatusCode, body, took)
+	}
+
+	conn, br = stall()
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	// The request must have reached a handler: a probe on another
+	// connection answered after it was written is no proof, so the stop
+	// is simply signalled; the cut holds for a read that starts later too.
+	signalled := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(deadline + 5*time.Second):
+		t.Fatal("crewd did not exit")
+	}
+	if took := time.Since(signalled); took > 5*time.Second || c.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("the stop with a stalled body took %v (deadline %v), exit %d", took, deadline, c.cmd.ProcessState.ExitCode())
+	}
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 408 {
+			t.Fatalf("the stalled body at the stop: %d", resp.StatusCode)
+		}
+	} // or closed unanswered: it never sent a request
+}
+
+// TestKeepAliveAtTheStop: clients on keep-alive connections post without
+// a pause through a stop. Every request written on an open connection is
+// answered whole; from the stop on the answers say Connection: close, so
+// that a request sent as the listener closes is on a new connection,
+// answered or refused at connect, never met with EOF or a reset.
+func TestKeepAliveAtTheStop(t *testing.T) {
+	c := start(t, "-nats-url", "off", "-workers", "2", "-shutdown-delay", "300ms", "-shutdown-timeout", "10s")
+	var (
+		wg                          sync.WaitGroup
+		answered, closes, refusedAt atomic.Int64
+		mu                          sync.Mutex
+		lost                        []string
+	)
+	req := postJSON("/v1/factorial", `{"numbers":[20,20,20,20,20,20,20,20,20,20]}`)
+	for range 8 {
+		wg.Go(func() {
+			var conn net.Conn
+			var br *bufio.Reader
+			defer func() {
+				if conn != nil {
+					conn.Close()
+				}
+			}()
+			fresh := false
+			for {
+				if conn == nil {
+					var err error
+					if conn, err = net.Dial("tcp", addrOf(c.http)); err != nil {
+						refusedAt.Add(1)
+						return // the listener has closed
+					}
+					br, fresh = bufio.NewReader(conn), true
+				}
+				ans, err := roundTrip(conn, br, req)
+				if err != nil && fresh {
+					// A connection the kernel queued and the server never
+					// accepted is reset as the listener closes, before a
+					// byte was read: refused, for the client.
+					refusedAt.Add(1)
+					return
+				}
+				fresh = false
+				if err != nil {
+					var se syscall.Errno
+					what := err.Error()
+					if errors.Is(err, io.EOF) || errors.As(err, &se) {
+						what = "cut unanswered: " + what
+					}
+					mu.Lock()
+					lost = append(lost, what)
+					mu.Unlock()
+					return
+				}
+				answered.Add(1)
+				if ans.code != 200 && ans.code != 503 {
+					mu.Lock()
+					lost = append(lost, fmt.Sprintf("answer %d %s", ans.code, ans.raw))
+					mu.Unlock()
+				}
+				if ans.close {
+					closes.Add(1)
+					conn.Close()
+					conn = nil
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // load before the stop; not a synchronisation
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	<-c.exited
+	t.Logf("%d answers, %d with Connection: close, %d clients refused at connect", answered.Load(), closes.Load(), refusedAt.Load())
+	if len(lost) > 0 {
+		t.Fatalf("%d requests on keep-alive connections lost at the stop: %v", len(lost), lost)
+	}
+	if closes.Load() == 0 || c.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("no answer said Connection: close during the stop; exit %d", c.cmd.ProcessState.ExitCode())
+	}
+}
