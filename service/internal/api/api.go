@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"math/big"
 	"math/bits"
+	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,7 +151,13 @@ type factorialResponse struct {
 // number, as a group on the pool, answering the sum of their factorials.
 func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 	var req factorialRequest
-	if !a.decode(w, r, &req) {
+	if !a.decode(w, r, &req, factorialFields) {
+		return
+	}
+	if len(req.Numbers) == 0 {
+		// {}, null, {"numbers":null} and {"numbers":[]} alike: a batch
+		// that computes nothing is a client's mistake, not a request.
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf(`"numbers" is required: an array of 1 to %d integers from 0 to %d`, a.MaxNumbers, jobs.MaxFactorial))
 		return
 	}
 	if len(req.Numbers) > a.MaxNumbers {
@@ -196,7 +205,7 @@ func factorialTask(_ context.Context, n int) (uint64, error) { return jobs.Facto
 
 func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	var spec jobs.Spec
-	if !a.decode(w, r, &spec) {
+	if !a.decode(w, r, &spec, jobFields) {
 		return
 	}
 	rec, err := a.Jobs.Submit(r.Context(), spec)
@@ -279,14 +288,22 @@ func (a *API) retryAfter() string {
 
 // decode reads one JSON value into v, strictly: unknown fields, trailing
 // data and bodies over the limit are refused with a clear answer.
-func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyFields) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			w.Header().Set("Accept-Post", "application/json")
+			a.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %s: the body is JSON (application/json)", quoteShort(ct)))
+			return false
+		}
+	}
 	// The body is read within the request timeout, and no longer than the
 	// stop allows: a client that stalls mid-body gets 408, and its
 	// connection is closed.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(a.RequestTimeout))
 	cut := context.AfterFunc(a.cutContext(), func() { _ = rc.SetReadDeadline(time.Now()) })
-	ok := a.decodeBody(w, r, v)
+	ok := a.decodeBody(w, r, v, fields)
 	if cut() && ok {
 		// Read whole: the deadline must not outlive the body (the server's
 		// background read of the connection would cancel the request at
@@ -297,7 +314,7 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return ok
 }
 
-func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields bodyFields) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -306,7 +323,12 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 			err = errors.New("trailing data after the JSON value")
 		}
 	}
-	var tooBig *http.MaxBytesError
+	var (
+		tooBig      *http.MaxBytesError
+		syntax      *json.SyntaxError
+		wrongType   *json.UnmarshalTypeError
+		badDuration *jobs.DurationError
+	)
 	switch {
 	case err == nil:
 		return true
@@ -321,11 +343,58 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
 	case errors.Is(err, io.EOF):
 		a.fail(w, r, http.StatusBadRequest, "empty body: want a JSON object")
+	case errors.As(err, &badDuration):
+		a.fail(w, r, http.StatusBadRequest, badDuration.Error())
+	case errors.As(err, &syntax):
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("malformed JSON near byte %d: want an object such as %s", syntax.Offset, fields.example))
+	case errors.As(err, &wrongType):
+		field := wrongType.Field
+		want, known := fields.want[field]
+		if !known {
+			field, want = "the body", "an object such as "+fields.example
+		} else {
+			field = strconv.Quote(field)
+		}
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s: want %s, got a JSON %s", field, want, wrongType.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s: want only %s", strings.TrimPrefix(err.Error(), "json: "), fields.names()))
 	default:
-		a.fail(w, r, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		a.fail(w, r, http.StatusBadRequest, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return false
 }
+
+// bodyFields describes a body for the errors about it: an example, and
+// what each field wants.
+type bodyFields struct {
+	example string
+	want    map[string]string
+}
+
+func (f bodyFields) names() string {
+	names := make([]string, 0, len(f.want))
+	for n := range f.want {
+		names = append(names, strconv.Quote(n))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+var (
+	factorialFields = bodyFields{
+		example: `{"numbers":[1,2,3]}`,
+		want:    map[string]string{"numbers": fmt.Sprintf("an array of integers from 0 to %d", jobs.MaxFactorial)},
+	}
+	jobFields = bodyFields{
+		example: `{"kind":"sleep","duration":"50ms"}`,
+		want: map[string]string{
+			"kind":     "a string: sleep or factorial",
+			"n":        fmt.Sprintf("an integer from 0 to %d", jobs.MaxFactorial),
+			"duration": `a duration as a string such as "50ms"`,
+			"timeout":  `a duration as a string such as "2s"`,
+		},
+	}
+)
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	if code >= 500 && a.Log != nil {

@@ -112,3 +112,45 @@ func TestHugeHeadersGetJSON431(t *testing.T) {
 		t.Fatalf("huge headers: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 	}
 }
+
+// TestDeclaredNonJSONBodyIs415: a body declared as something else than
+// JSON (curl -d declares a form) is refused, not parsed as JSON; no
+// Content-Type at all is taken as JSON.
+func TestDeclaredNonJSONBodyIs415(t *testing.T) {
+	f := newFixture(t)
+	for ct, want := range map[string]int{
+		"text/plain":                        415,
+		"application/x-www-form-urlencoded": 415,
+		"multipart/form-data; boundary=x":   415,
+		"application/json; charset=utf-8":   200,
+		"application/problem+json":          200,
+		"":                                  200,
+		"not a / type;;":                    415,
+	} {
+		for _, path := range []string{"/v1/factorial", "/v1/jobs"} {
+			body := `{"numbers":[3]}`
+			if path == "/v1/jobs" {
+				body = `{"kind":"factorial","n":3}`
+			}
+			req, _ := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(body))
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want == 200 && path == "/v1/jobs" {
+				want = 202
+			}
+			if resp.StatusCode != want || want == 415 && !strings.Contains(string(raw), `the body is JSON (application/json)`) {
+				t.Fatalf("POST %s as %q: %d %s, want %d", path, ct, resp.StatusCode, raw, want)
+			}
+			if want == 200 || want == 202 {
+				want = 200
+			}
+		}
+	}
+}

@@ -135,8 +135,8 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
 	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
-		"  curl -X POST %[1]s/v1/factorial -d '{\"numbers\":[1,2,3]}'\n"+
-		"  curl -X POST %[1]s/v1/jobs -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
+		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
+		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
 		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where)
 
 	// Headers within ReadHeaderTimeout (a stop closes a connection still

@@ -126,6 +126,9 @@ func (s Spec) Validate(def, max time.Duration) (time.Duration, error) {
 		if s.N != nil {
 			return 0, &InvalidError{`"n" is for factorial jobs`}
 		}
+		if s.Duration == 0 {
+			return 0, &InvalidError{`"duration" is required for sleep jobs: a string such as "50ms"`}
+		}
 		if d := time.Duration(s.Duration); d <= 0 || d > max {
 			return 0, &InvalidError{fmt.Sprintf("duration %v: want more than 0 and at most %v", d, max)}
 		}
@@ -163,6 +166,13 @@ func (s Spec) Run(ctx context.Context) (any, error) {
 	return nil, &InvalidError{"kind " + s.Kind}
 }
 
+// DurationError is a "duration" or a "timeout" that is not a duration.
+type DurationError struct{ Got string }
+
+func (e *DurationError) Error() string {
+	return `"duration" and "timeout" want a string such as "50ms", "2s" or "1m", got ` + e.Got
+}
+
 // Duration is a time.Duration written as a string ("50ms") in JSON.
 type Duration time.Duration
 
@@ -171,11 +181,11 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"50ms\": %s", b)
+		return &DurationError{Got: fmt.Sprintf("%.40s", b)}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &DurationError{Got: fmt.Sprintf("%.40q", s)}
 	}
 	*d = Duration(v)
 	return nil
