@@ -208,11 +208,32 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	if !a.decode(w, r, &spec, jobFields) {
 		return
 	}
-	rec, err := a.Jobs.Submit(r.Context(), spec)
+	var (
+		rec      jobs.Record
+		replayed bool
+		err      error
+	)
+	if key, present, kerr := idempotencyKey(r.Header); kerr != nil {
+		a.fail(w, r, http.StatusBadRequest, kerr.Error())
+		return
+	} else if present {
+		keyed, ok := a.Jobs.(jobs.KeyedRunner)
+		if !ok {
+			a.fail(w, r, http.StatusNotImplemented, "Idempotency-Key: not taken by this job store")
+			return
+		}
+		rec, replayed, err = keyed.SubmitOnce(r.Context(), spec, key)
+	} else {
+		rec, err = a.Jobs.Submit(r.Context(), spec)
+	}
 	var invalid *jobs.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
+		return
+	case errors.Is(err, jobs.ErrKeyReused):
+		// The IETF draft's answer to a key reused with another payload.
+		a.fail(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
 	case errors.Is(err, jobs.ErrRecordsFull), errors.Is(err, jobs.ErrUnavailable):
 		a.unavailable(w, r, err)
@@ -222,7 +243,36 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+}
+
+// idempotencyKey reads the Idempotency-Key header (draft-ietf-httpapi-
+// idempotency-key-header): a structured-field string, "...", or for
+// clients that send it bare, the token as it is. Its content is checked by
+// jobs.CheckKey.
+func idempotencyKey(h http.Header) (key string, present bool, err error) {
+	vs := h.Values("Idempotency-Key")
+	switch len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+	default:
+		return "", true, errors.New("Idempotency-Key: one header, one key")
+	}
+	key = vs[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+		if strings.ContainsAny(key, "\\\"") {
+			return "", true, errors.New(`Idempotency-Key: a quoted key without escapes, such as "8e03978e-40d5-43e8-bc93-6894a57f9324"`)
+		}
+	}
+	if err := jobs.CheckKey(key); err != nil {
+		return "", true, errors.New("Idempotency-Key: " + strings.TrimPrefix(err.Error(), "invalid job: "))
+	}
+	return key, true, nil
 }
 
 // unavailable answers 503 with Retry-After: the job store cannot take or

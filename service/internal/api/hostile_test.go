@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -151,6 +152,53 @@ func TestDeclaredNonJSONBodyIs415(t *testing.T) {
 			if want == 200 || want == 202 {
 				want = 200
 			}
+		}
+	}
+}
+
+// TestIdempotencyKey: POST /v1/jobs under an Idempotency-Key answers the
+// same job to the same request (202, Idempotent-Replayed), 422 to another
+// request under the key, and 400 to a key that is no key.
+func TestIdempotencyKey(t *testing.T) {
+	f := newFixture(t)
+	post := func(body string, keys ...string) (int, http.Header, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.srv.URL+"/v1/jobs", strings.NewReader(body))
+		for _, k := range keys {
+			req.Header.Add("Idempotency-Key", k)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, resp.Header, m
+	}
+	code, h, first := post(`{"kind":"factorial","n":5}`, `"8e03978e-40d5-43e8-bc93-6894a57f9324"`)
+	if code != 202 || h.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %v %v", code, h, first)
+	}
+	// Quoted (the draft's structured-field string) or bare: the same key.
+	for _, k := range []string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, `8e03978e-40d5-43e8-bc93-6894a57f9324`} {
+		code, h, again := post(`{"n":5,"kind":"factorial"}`, k)
+		if code != 202 || again["id"] != first["id"] || h.Get("Idempotent-Replayed") != "true" || h.Get("Location") != "/v1/jobs/"+first["id"].(string) {
+			t.Fatalf("again with %s: %d %v %v, want %v", k, code, h, again, first["id"])
+		}
+	}
+	if code, _, m := post(`{"kind":"factorial","n":6}`, "8e03978e-40d5-43e8-bc93-6894a57f9324"); code != 422 || !strings.Contains(m["error"].(string), "idempotency key reused for another request") {
+		t.Fatalf("another request under the key: %d %v", code, m)
+	}
+	for name, keys := range map[string][]string{
+		"empty":         {`""`},
+		"too long":      {strings.Repeat("k", 256)},
+		"not ASCII":     {"clé"},
+		"escaped quote": {`"a\"b"`},
+		"two keys":      {"a", "b"},
+	} {
+		if code, _, m := post(`{"kind":"factorial","n":5}`, keys...); code != 400 || !strings.HasPrefix(m["error"].(string), "Idempotency-Key: ") {
+			t.Fatalf("%s: %d %v", name, code, m)
 		}
 	}
 }

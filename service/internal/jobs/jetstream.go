@@ -35,6 +35,8 @@ type JetStreamRunner struct {
 	cons    jetstream.Consumer
 	subject string // the stream's subject prefix, "jobs."
 
+	dupWindow time.Duration // the stream's duplicates window
+
 	defaultTimeout, maxTimeout time.Duration
 	maxAttempts                int
 	log                        *slog.Logger
@@ -130,6 +132,7 @@ func (r *JetStreamRunner) setup(ctx context.Context, cfg JetStreamConfig) error 
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
+	r.dupWindow = stream.CachedInfo().Config.Duplicates
 	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,

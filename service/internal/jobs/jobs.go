@@ -23,6 +23,21 @@ type Runner interface {
 	Get(ctx context.Context, id string) (Record, error)
 }
 
+// KeyedRunner is a Runner that takes idempotency keys; both of crewd's do.
+type KeyedRunner interface {
+	Runner
+	// SubmitOnce is Submit under a client's idempotency key: the first
+	// request with the key submits the job; a later one with the same spec
+	// gets the same job's record and replayed true, one with another spec
+	// ErrKeyReused. An invalid key is an *InvalidError.
+	SubmitOnce(ctx context.Context, spec Spec, key string) (rec Record, replayed bool, err error)
+}
+
+var (
+	_ KeyedRunner = (*PoolRunner)(nil)
+	_ KeyedRunner = (*JetStreamRunner)(nil)
+)
+
 // Spec is what a client asks for: {"kind":"sleep","duration":"50ms"} or
 // {"kind":"factorial","n":20}, with an optional "timeout".
 type Spec struct {
