@@ -336,3 +336,95 @@ func TestKeepAliveAtTheStop(t *testing.T) {
 		t.Fatalf("no answer said Connection: close during the stop; exit %d", c.cmd.ProcessState.ExitCode())
 	}
 }
+
+// postKeyed posts a job under an Idempotency-Key on a new connection.
+func postKeyed(t *testing.T, c *crewd, key, body string) rawAnswer {
+	t.Helper()
+	return raw(t, c.http, postJSON("/v1/jobs", body, "Idempotency-Key: \""+key+"\""))
+}
+
+// TestIdempotentRetry: a client whose connection is cut as it posts a job
+// (right after the request is written, reset, or at the first byte of the
+// answer) retries with the same Idempotency-Key on either of two replicas
+// sharing one NATS, and is answered the same job every time; every key
+// makes one job, run once. Another request under a key is 422.
+func TestIdempotentRetry(t *testing.T) {
+	a := start(t, "-nats-listen", "127.0.0.1:0", "-shutdown-delay", "0s")
+	b := start(t, "-nats-url", a.nats, "-shutdown-delay", "0s")
+	replicas := []*crewd{a, b}
+	const body = `{"kind":"sleep","duration":"20ms"}`
+	cuts := map[string]func(conn *net.TCPConn){
+		"after the request": func(conn *net.TCPConn) {},
+		"reset": func(conn *net.TCPConn) {
+			_ = conn.SetLinger(0) // the close sends RST
+		},
+		"at the answer": func(conn *net.TCPConn) {
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			var b [1]byte
+			_, _ = conn.Read(b[:])
+		},
+	}
+	ids := map[string]string{} // key: job id
+	n := 0
+	for name, cut := range cuts {
+		for i := range 5 {
+			n++
+			key := fmt.Sprintf("retry-%d-%d", n, time.Now().UnixNano())
+			c := replicas[i%2]
+			conn, err := net.Dial("tcp", addrOf(c.http))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(conn, postJSON("/v1/jobs", body, "Idempotency-Key: \""+key+"\"")); err != nil {
+				t.Fatal(err)
+			}
+			cut(conn.(*net.TCPConn))
+			conn.Close()
+			// The retries, on both replicas.
+			for j := range 3 {
+				ans := postKeyed(t, replicas[(i+j+1)%2], key, body)
+				id, _ := ans.body["id"].(string)
+				if ans.code != 202 || id == "" {
+					t.Fatalf("cut %s: retry %d: %d %s", name, j, ans.code, ans.raw)
+				}
+				if ids[key] == "" {
+					ids[key] = id
+				} else if ids[key] != id {
+					t.Fatalf("cut %s: retry %d answered job %s, an earlier one %s", name, j, id, ids[key])
+				}
+			}
+		}
+	}
+	if ans := postKeyed(t, b, fmt.Sprintf("retry-%d", 1), body); ans.code != 202 {
+		t.Fatalf("a fresh key: %d %s", ans.code, ans.raw)
+	}
+	var someKey string
+	for someKey = range ids {
+	}
+	if ans := postKeyed(t, a, someKey, `{"kind":"sleep","duration":"21ms"}`); ans.code != 422 || !strings.Contains(ans.raw, "idempotency key reused for another request") {
+		t.Fatalf("another request under a key: %d %s", ans.code, ans.raw)
+	}
+	i := 0
+	for _, id := range ids {
+		i++
+		waitJob(t, replicas[i%2], id, "succeeded", 20*time.Second)
+	}
+	// Every job ran once: the runs of both replicas add up to the keys.
+	ran := 0
+	for _, c := range []*crewd{b, a} {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		<-c.exited
+		end := c.logLine("crewd stopped")
+		if end == nil {
+			t.Fatal("no summary line")
+		}
+		ran += int(end["jobs_succeeded"].(float64))
+		if end["jobs_skipped"] != float64(0) {
+			t.Fatalf("a job delivered twice: %v", end)
+		}
+	}
+	if ran != len(ids)+1 {
+		t.Fatalf("%d runs for %d keys", ran, len(ids)+1)
+	}
+	t.Logf("%d keys posted with a cut connection and retried 3 times each over two replicas: %d jobs, each run once", len(ids), len(ids))
+}

@@ -18,6 +18,10 @@ import (
 // second one. The key is the client's, so it never becomes part of a
 // subject or a key as it is: only its SHA-256 does.
 
+// keyedTimeout bounds a keyed submit, which its client's going away does
+// not cut short.
+const keyedTimeout = 10 * time.Second
+
 // MaxKeyLen bounds an idempotency key.
 const MaxKeyLen = 255
 
@@ -76,6 +80,10 @@ func (r *JetStreamRunner) SubmitOnce(ctx context.Context, spec Spec, key string)
 	if err := CheckKey(key); err != nil {
 		return Record{}, false, err
 	}
+	// A client that goes away does not stop its keyed submit halfway: its
+	// retry will ask for the same job.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyedTimeout)
+	defer cancel()
 	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
 		return Record{}, false, err
@@ -94,14 +102,16 @@ func (r *JetStreamRunner) SubmitOnce(ctx context.Context, spec Spec, key string)
 		return Record{}, false, err
 	}
 	ck := claimKey(key)
-	// A claim deleted between our Create and our Get (its request failed)
-	// is tried again, a few times.
+	// A claim gone between our Create and our Get (deleted by an operator,
+	// or expired) is tried again, a few times.
 	for range 3 {
 		_, err = r.kv.Create(ctx, ck, data)
 		if err == nil {
 			rec := Record{ID: mine.ID, Kind: spec.Kind, State: Queued, Created: mine.Created}
 			if err := r.enqueue(ctx, rec, body); err != nil {
-				r.forget(ctx, ck)
+				// The claim stays: maybe the job was stored after all (the
+				// answer lost), and a retry finds the claim and records
+				// and publishes the same job, stored once.
 				return Record{}, false, err
 			}
 			return rec, false, nil
@@ -166,14 +176,6 @@ func (r *JetStreamRunner) publishJob(ctx context.Context, id string, body []byte
 		return storeError(err)
 	}
 	return nil
-}
-
-// forget deletes a claim whose job was not accepted, so that a retry may
-// claim the key again.
-func (r *JetStreamRunner) forget(ctx context.Context, ck string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = r.kv.Delete(dctx, ck)
 }
 
 // duplicates is the stream's duplicates window: 2 minutes unless the
