@@ -100,6 +100,48 @@ func TestLongJobIDIsA404(t *testing.T) {
 	}
 }
 
+// TestErrorsBeforeTheHandlers: what crewd can answer in its JSON shape it
+// does (the admin port's 404, headers over 64 KiB); what net/http answers
+// before any handler runs (headers over 1 MB, a request line with a
+// malformed escape) is its plain text, answered at once, the connection
+// closed: documented, never a hang.
+func TestErrorsBeforeTheHandlers(t *testing.T) {
+	c := start(t, "-nats-url", "off")
+	if ans := raw(t, c.admin, get("/nowhere")); ans.code != 404 || !strings.Contains(fmt.Sprint(ans.body["error"]), "no such endpoint") {
+		t.Fatalf("admin 404: %d %s", ans.code, ans.raw)
+	}
+	big := "GET /healthz HTTP/1.1\r\nHost: crewd\r\nX-Big: " + strings.Repeat("b", 100<<10) + "\r\n\r\n"
+	if ans := raw(t, c.http, big); ans.code != 431 || !strings.Contains(fmt.Sprint(ans.body["error"]), "request line and headers of about") || !ans.close {
+		t.Fatalf("100 KiB of headers: %d %.200s", ans.code, ans.raw)
+	}
+	// net/http answers before the client has finished writing: the write
+	// goes on beside the read.
+	conn, err := net.Dial("tcp", addrOf(c.http))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: crewd\r\nX-Big: "+strings.Repeat("b", 2<<20)+"\r\n\r\n")
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("2 MiB of headers: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 431 || json.Valid(body) {
+		t.Fatalf("2 MiB of headers: %d %.200s (net/http's plain text expected)", resp.StatusCode, body)
+	}
+	if ans := raw(t, c.http, get("/v1/jobs/%zz")); ans.code != 400 || ans.body != nil {
+		t.Fatalf("a malformed escape: %d %.200s (net/http's plain text expected)", ans.code, ans.raw)
+	}
+	if ans := raw(t, c.http, get("/healthz")); ans.code != 200 {
+		t.Fatalf("healthz after: %d %q", ans.code, ans.raw)
+	}
+}
+
 // cutter is a TCP proxy in front of a NATS server that can end its
 // clients' connections the way the server does for a protocol error: an
 // -ERR, then the close. nats.go does not reconnect after that.

@@ -112,6 +112,10 @@ func TestHugeHeadersGetJSON431(t *testing.T) {
 	if resp.StatusCode != 431 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(raw), `"error":"request line and headers of about`) {
 		t.Fatalf("huge headers: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 	}
+	// The refusal is that request's alone.
+	if a := f.do(t, "GET", "/healthz", ""); a.code != 200 {
+		t.Fatalf("healthz after huge headers: %d %v", a.code, a.body)
+	}
 }
 
 // TestDeclaredNonJSONBodyIs415: a body declared as something else than

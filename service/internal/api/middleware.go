@@ -98,8 +98,9 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		sw := &statusWriter{ResponseWriter: w}
+		serve := h // this request's: h is the route's, shared
 		if n := headerBytes(r); n > MaxHeaderBytes {
-			h = func(w http.ResponseWriter, r *http.Request) {
+			serve = func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Connection", "close")
 				a.fail(w, r, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("request line and headers of about %d bytes: at most %d", n, MaxHeaderBytes))
 			}
@@ -123,6 +124,6 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 				a.Log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
 			}
 		}()
-		h(sw, r)
+		serve(sw, r)
 	})
 }
