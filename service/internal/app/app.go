@@ -139,15 +139,18 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
 		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where)
 
-	// Headers within ReadHeaderTimeout (a stop closes a connection still
-	// without them after 5 s), bodies within the request timeout (the API
-	// sets the read deadline, and cuts them at the stop). Headers over
+	// Headers within ReadHeaderTimeout, bodies within the request timeout
+	// (the API sets the read deadline). Headers over
 	// api.MaxHeaderBytes are refused by the API with a JSON 431; net/http
 	// refuses, in plain text, only those past MaxHeaderBytes (its default,
 	// 1 MB).
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: http.DefaultMaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// At the stop, once the listener is closed: a client stalled mid-body,
+	// or one that sent nothing yet, does not hold the drain.
+	srv.RegisterOnShutdown(a.CutBodies)
+	closeSilentAtStop(srv)
 	admin := &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 2)
@@ -240,7 +243,6 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	} else {
 		sourceStopped <- nil
 	}
-	a.CutBodies() // a client stalled mid-body does not hold the drain
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
 		srv.Close()
