@@ -479,3 +479,33 @@ func TestIdempotentRetry(t *testing.T) {
 	}
 	t.Logf("%d keys posted with a cut connection and retried 3 times each over two replicas: %d jobs, each run once", len(ids), len(ids))
 }
+
+// TestIdempotentRetryInMemory: the same promise without NATS, for as long
+// as the job's record is kept.
+func TestIdempotentRetryInMemory(t *testing.T) {
+	c := start(t, "-nats-url", "off")
+	const body = `{"kind":"factorial","n":7}`
+	conn, err := net.Dial("tcp", addrOf(c.http))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, postJSON("/v1/jobs", body, `Idempotency-Key: "mem-1"`)); err != nil {
+		t.Fatal(err)
+	}
+	conn.(*net.TCPConn).SetLinger(0)
+	conn.Close() // reset, as the answer may be on its way
+	first := postKeyed(t, c, "mem-1", body)
+	again := postKeyed(t, c, "mem-1", body)
+	if first.code != 202 || again.code != 202 || first.body["id"] != again.body["id"] {
+		t.Fatalf("retries: %d %s, %d %s", first.code, first.raw, again.code, again.raw)
+	}
+	if ans := postKeyed(t, c, "mem-1", `{"kind":"factorial","n":8}`); ans.code != 422 {
+		t.Fatalf("another request under the key: %d %s", ans.code, ans.raw)
+	}
+	waitJob(t, c, first.body["id"].(string), "succeeded", 10*time.Second)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	<-c.exited
+	if end := c.logLine("crewd stopped"); end == nil || end["jobs_succeeded"] != float64(1) {
+		t.Fatalf("one key, one job: %v", end)
+	}
+}
