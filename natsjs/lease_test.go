@@ -108,10 +108,14 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) {
 			e := newEnv(t)
 			e.stream(t, "jobs", "jobs.>")
-			// The task times out (200 ms) well before the first renewal
-			// (half AckWait, 1.5 s), also when a loaded machine delays the
-			// cancellation.
-			const ackWait = 3 * time.Second
+			// Without a window the task must time out (200 ms) before its
+			// first renewal (half AckWait): 1.5 s, also when a loaded
+			// machine delays the cancellation. With one, a second is
+			// enough, and the test waits for a few AckWaits.
+			ackWait := time.Second
+			if window == 0 {
+				ackWait = 3 * time.Second
+			}
 			cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
 			e.publish(t, "jobs.a", 1)
 			pool, err := crew.New(crew.WithWorkers(1), crew.WithTaskTimeout(200*time.Millisecond))

@@ -17,7 +17,7 @@ func TestSourceSurvivesServerRestart(t *testing.T) {
 	// What was held at the stop comes back after it; a renewal delayed by
 	// more than half of it on a loaded machine would add duplicates that
 	// the restart did not cause.
-	const ackWait = 6 * time.Second
+	const ackWait = 4 * time.Second
 	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
 	const n, workers, window = 1000, 8, 2
 	e.publish(t, "jobs.a", n)

@@ -31,7 +31,7 @@ const (
 	// the server and the test on two cores, with -race) a renewal can be a
 	// second late: then a survivor's job is redelivered too, and counted
 	// as a duplicate beyond what the killed process held.
-	sigkillAckWait = 6 * time.Second
+	sigkillAckWait = 5 * time.Second
 )
 
 // TestSIGKILLLosesNothing: three consumer processes share a stream of
