@@ -352,9 +352,23 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyF
 	// connection is closed.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(a.RequestTimeout))
-	cut := context.AfterFunc(a.cutContext(), func() { _ = rc.SetReadDeadline(time.Now()) })
+	var (
+		mu      sync.Mutex
+		reading = true
+	)
+	stop := context.AfterFunc(a.cutContext(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if reading {
+			_ = rc.SetReadDeadline(time.Now())
+		}
+	})
 	ok := a.decodeBody(w, r, v, fields)
-	if cut() && ok {
+	mu.Lock()
+	reading = false
+	mu.Unlock()
+	stop()
+	if ok {
 		// Read whole: the deadline must not outlive the body (the server's
 		// background read of the connection would cancel the request at
 		// it). After a failure it stays, so that the server does not wait
