@@ -275,7 +275,7 @@ func TestStalledBodyIsCut(t *testing.T) {
 	conn, br = stall()
 	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
 	// And one that sends nothing at all (http.Server would wait 5 s for
-	// it).
+	// it; crewd closes it a second after the listener).
 	silent, err := net.Dial("tcp", addrOf(c.http))
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,19 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
-// closeSilentAtStop makes srv's Shutdown close at once the connections
-// that have not sent a byte yet, rather than after the 5 s that
-// http.Server gives them: a client that connects and sends nothing does
-// not hold a stop. Its listener is closed by then, so no new one comes;
-// for such a client the connection is as refused (nothing was read).
+// silentGrace is how long a connection accepted before the stop may stay
+// silent once the listener is closed: long enough for a request already on
+// its way to be read and served.
+const silentGrace = time.Second
+
+// closeSilentAtStop makes srv's Shutdown close the connections that have
+// still not sent a byte silentGrace after the listener closed, rather than
+// after the 5 s that http.Server gives them: a client that connects and
+// sends nothing does not hold a stop. For such a client the connection is
+// as refused: nothing of it was read.
 func closeSilentAtStop(srv *http.Server) {
 	var (
 		mu     sync.Mutex
@@ -26,11 +32,13 @@ func closeSilentAtStop(srv *http.Server) {
 		}
 	}
 	srv.RegisterOnShutdown(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for c := range silent {
-			_ = c.Close()
-			delete(silent, c)
-		}
+		time.AfterFunc(silentGrace, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for c := range silent {
+				_ = c.Close()
+				delete(silent, c)
+			}
+		})
 	})
 }
