@@ -67,7 +67,10 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e.nc = nc
-	e.js, err = jetstream.New(nc)
+	// Generous bounds on the JetStream API (5 s by default): on a loaded
+	// machine a file-store write or a consumer's info can take seconds,
+	// and a test must fail on a wrong answer, not a slow one.
+	e.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package natsjs
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -102,6 +104,9 @@ func WithDeadLetter(js jetstream.JetStream, subject string) Option {
 		if js == nil || subject == "" {
 			return fmt.Errorf("%w: dead letter needs a JetStream and a subject", ErrInvalidOption)
 		}
+		if err := checkSubject(subject); err != nil {
+			return fmt.Errorf("%w: dead letter subject %.40q: %v", ErrInvalidOption, subject, err)
+		}
 		o.deadJS, o.deadSubject = js, subject
 		return nil
 	})
@@ -196,4 +201,31 @@ func WithConn(nc *nats.Conn) Option {
 		o.conn = nc
 		return nil
 	})
+}
+
+// MaxSubjectLen bounds a subject the Source publishes to. The server
+// closes a connection whose control line (the subject, a reply inbox and
+// the sizes) passes 4 KB, and nats.go does not reconnect after it.
+const MaxSubjectLen = 1024
+
+// checkSubject refuses a subject that cannot be published to: empty
+// tokens, wildcards, white space or control characters, or one too long.
+func checkSubject(subject string) error {
+	if len(subject) > MaxSubjectLen {
+		return fmt.Errorf("%d bytes, at most %d", len(subject), MaxSubjectLen)
+	}
+	for tok := range strings.SplitSeq(subject, ".") {
+		if tok == "" {
+			return errors.New("an empty token")
+		}
+		if tok == "*" || tok == ">" {
+			return errors.New("a wildcard: a message is published to one subject")
+		}
+	}
+	for _, c := range subject {
+		if c <= ' ' || c == 0x7f {
+			return errors.New("white space or a control character")
+		}
+	}
+	return nil
 }

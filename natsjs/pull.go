@@ -46,6 +46,18 @@ const pullRetry = 250 * time.Millisecond
 // pull sends a pull request when the credit allows. Called by Run only.
 func (s *Source) pull() {
 	if s.o.conn != nil && !s.o.conn.IsConnected() {
+		if s.o.conn.IsClosed() {
+			// Closed for good (by its owner, or by the server with an
+			// error, after which nats.go does not reconnect): no pull
+			// will ever fail to tell, so stop here with its error.
+			s.mu.Lock()
+			if s.fatal == nil {
+				s.fatal = nats.ErrConnectionClosed
+			}
+			s.mu.Unlock()
+			s.beginStop()
+			s.signal()
+		}
 		return // Run's tick tries again
 	}
 	st := s.pool.Stats()

@@ -13,7 +13,7 @@ import (
 
 // TestShutdownHandsUnstartedToAnotherConsumer: a Source holding messages
 // it has not started hands them back at once, and another consumer runs
-// them within a second, not after AckWait (30 s here); Shutdown returns
+// them at once, not after AckWait (30 s here); Shutdown returns
 // only after the running handler has finished and acked (nats.go #1328 and
 // #1672: a Drain that did not wait).
 func TestShutdownHandsUnstartedToAnotherConsumer(t *testing.T) {
@@ -48,8 +48,10 @@ func TestShutdownHandsUnstartedToAnotherConsumer(t *testing.T) {
 	begin := time.Now()
 	go func() { shut <- a.Shutdown(context.Background()) }()
 	eventually(t, 10*time.Second, "b runs what a handed back", func() bool { return b.Stats().Acked == n-1 })
-	if took := time.Since(begin); took > time.Second {
-		t.Fatalf("handed back messages reached b after %v, want within 1 s", took)
+	// At once, not after AckWait (30 s): a third of it is a bound that a
+	// loaded machine's scheduling does not reach, and a redelivery does.
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("handed back messages reached b after %v, want well within AckWait (30 s)", took)
 	}
 	select {
 	case err := <-shut:
@@ -105,9 +107,11 @@ func TestPoolHardStopHandsBackRunning(t *testing.T) {
 	})
 	run(t, b)
 	begin := time.Now()
-	eventually(t, 10*time.Second, "b runs it", func() bool { return b.Stats().Acked == 1 })
-	if took := time.Since(begin); took > time.Second {
-		t.Fatalf("handed back after %v, want within 1 s (no backoff)", took)
+	eventually(t, 20*time.Second, "b runs it", func() bool { return b.Stats().Acked == 1 })
+	// No backoff (a minute here) and no AckWait (30 s): a third of AckWait
+	// bounds it on a loaded machine.
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("handed back after %v, want well within AckWait and the backoff (no backoff)", took)
 	}
 	if st := a.Stats(); st.HandedBack != 1 || st.Naked != 0 || st.Received != 1 {
 		t.Fatalf("a: %v", st)

@@ -3,10 +3,13 @@ package natsjs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -65,6 +68,18 @@ func TestNewRejectsBadInput(t *testing.T) {
 			return natsjs.New(pool, cons, h, natsjs.WithBackoff(time.Second, time.Millisecond))
 		}},
 		{"dead letter without subject", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, "")) }},
+		{"dead letter to a wildcard", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, "dead.>"))
+		}},
+		{"dead letter to an empty token", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, "dead..x"))
+		}},
+		{"dead letter with a space", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, "dead x"))
+		}},
+		{"dead letter over 4 KB", func() (*natsjs.Source, error) {
+			return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(e.js, strings.Repeat("d", 5000)))
+		}},
 		{"dead letter without js", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithDeadLetter(nil, "dead")) }},
 		{"max deliver 0", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithMaxDeliver(0)) }},
 		{"heartbeat 0", func() (*natsjs.Source, error) { return natsjs.New(pool, cons, h, natsjs.WithHeartbeat(0)) }},
@@ -144,21 +159,30 @@ func TestRunStopsWhenItsContextEnds(t *testing.T) {
 }
 
 func TestRunReturnsTheClosedConnection(t *testing.T) {
-	e := newEnv(t)
-	e.stream(t, "jobs", "jobs.>")
-	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
-	pool := newPool(t, 2)
-	src := newSource(t, pool, cons, func(context.Context, *natsjs.Msg) error { return nil }, natsjs.WithPullExpiry(100*time.Millisecond))
-	errc := make(chan error, 1)
-	go func() { errc <- src.Run(context.Background()) }()
-	time.Sleep(50 * time.Millisecond) // let a pull be in flight; not a timing assertion
-	e.nc.Close()
-	select {
-	case err := <-errc:
-		if err == nil {
-			t.Fatal("Run returned nil after the connection closed")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10 s of the connection's close")
+	for _, withConn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("WithConn=%v", withConn), func(t *testing.T) {
+			e := newEnv(t)
+			e.stream(t, "jobs", "jobs.>")
+			cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+			pool := newPool(t, 2)
+			opts := []natsjs.Option{natsjs.WithPullExpiry(100 * time.Millisecond)}
+			if withConn {
+				// The Source sends no pull on a connection that is not
+				// connected: it must still see one closed for good.
+				opts = append(opts, natsjs.WithConn(e.nc))
+			}
+			src := newSource(t, pool, cons, func(context.Context, *natsjs.Msg) error { return nil }, opts...)
+			errc := make(chan error, 1)
+			go func() { errc <- src.Run(context.Background()) }()
+			e.nc.Close()
+			select {
+			case err := <-errc:
+				if !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, jetstream.ErrConnectionClosed) {
+					t.Fatalf("Run returned %v after the connection closed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return within 10 s of the connection's close")
+			}
+		})
 	}
 }

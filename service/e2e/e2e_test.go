@@ -149,8 +149,13 @@ func post(url, body string) outcome {
 		// queued but the server never accepted is reset when the listener
 		// closes, before a byte of it was read: dropped unserved, the same
 		// for the client. Anything else (a timeout: a hang) is a failure.
+		// So is a connection accepted before the listener closed that the
+		// server closes unread when the stop ends silent connections: the
+		// transport says "server closed idle connection" when it saw the
+		// close before its request went out.
 		var se syscall.Errno
-		if errors.As(err, &se) && (se == syscall.ECONNREFUSED || se == syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		if errors.As(err, &se) && (se == syscall.ECONNREFUSED || se == syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+			strings.Contains(err.Error(), "http: server closed idle connection") {
 			return outcome{refused: true, at: time.Now()}
 		}
 		return outcome{err: err}

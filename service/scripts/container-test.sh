@@ -37,13 +37,13 @@ run() {
     sleep 0.1
   done
 }
-job() { curl -fsS -X POST "$api/v1/jobs" -d "$1" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p'; }
+job() { curl -fsS -X POST "$api/v1/jobs" -H 'Content-Type: application/json' -d "$1" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p'; }
 state() { curl -fsS "$api/v1/jobs/$1" | sed -n 's/.*"state":"\([a-z_]*\)".*/\1/p'; }
 
 run
 curl -fsS "$api/healthz" | grep -q '"ok"' || fail "/healthz"
 curl -fsS "$api/readyz" | grep -q '"ready"' || fail "/readyz"
-sum="$(curl -fsS -X POST "$api/v1/factorial" -d '{"numbers":[1,2,3]}')"
+sum="$(curl -fsS -X POST "$api/v1/factorial" -H 'Content-Type: application/json' -d '{"numbers":[1,2,3]}')"
 [ "$sum" = '{"sum":9,"count":3}' ] || fail "factorial answered $sum"
 id="$(job '{"kind":"sleep","duration":"300ms"}')"
 [ -n "$id" ] || fail "no job id"

@@ -9,8 +9,13 @@ import (
 	"log/slog"
 	"math/big"
 	"math/bits"
+	"mime"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,16 +38,43 @@ type API struct {
 	// connection is down): /readyz answers 503 with the reason meanwhile.
 	Ready func() error
 
+	// Live, if not nil, says why the process is of no more use (its NATS
+	// connection closed for good): /healthz answers 503 with the reason,
+	// so that the liveness probe restarts it.
+	Live func() error
+
 	// Factorial computes the numbers' factorials for the online mode:
 	// crew by default; the benchmark swaps in errgroup and a goroutine per
 	// number.
 	Factorial func(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, error)
 
 	stopping atomic.Bool
+
+	cutOnce   sync.Once
+	cutCtx    context.Context // done once CutBodies is called
+	cancelCut context.CancelFunc
 }
 
-// SetStopping makes /readyz fail from now on: the first step of a stop.
+// SetStopping makes /readyz fail from now on, and every answer carry
+// Connection: close, so that no keep-alive connection outlives the
+// shutdown delay: a request sent as the listener closes is then on a new
+// connection, answered or refused at connect, never cut unanswered. The
+// first step of a stop.
 func (a *API) SetStopping() { a.stopping.Store(true) }
+
+// CutBodies ends every body read in progress now, and every one that
+// starts later, with 408: a client that sent its headers and not its body
+// must not hold the listener's drain. The stop calls it as the listener
+// closes.
+func (a *API) CutBodies() {
+	a.cutContext()
+	a.cancelCut()
+}
+
+func (a *API) cutContext() context.Context {
+	a.cutOnce.Do(func() { a.cutCtx, a.cancelCut = context.WithCancel(context.Background()) })
+	return a.cutCtx
+}
 
 // Handler returns the routes, with request ids, panic recovery, metrics
 // and a debug access log around them.
@@ -75,12 +107,18 @@ func (a *API) Handler() http.Handler {
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
-		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+quoteShort(r.URL.Path))
 	}))
 	return mux
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	if a.Live != nil {
+		if err := a.Live(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failing", "reason": err.Error()})
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
@@ -113,7 +151,13 @@ type factorialResponse struct {
 // number, as a group on the pool, answering the sum of their factorials.
 func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 	var req factorialRequest
-	if !a.decode(w, r, &req) {
+	if !a.decode(w, r, &req, factorialFields) {
+		return
+	}
+	if len(req.Numbers) == 0 {
+		// {}, null, {"numbers":null} and {"numbers":[]} alike: a batch
+		// that computes nothing is a client's mistake, not a request.
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf(`"numbers" is required: an array of 1 to %d integers from 0 to %d`, a.MaxNumbers, jobs.MaxFactorial))
 		return
 	}
 	if len(req.Numbers) > a.MaxNumbers {
@@ -161,14 +205,35 @@ func factorialTask(_ context.Context, n int) (uint64, error) { return jobs.Facto
 
 func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	var spec jobs.Spec
-	if !a.decode(w, r, &spec) {
+	if !a.decode(w, r, &spec, jobFields) {
 		return
 	}
-	rec, err := a.Jobs.Submit(r.Context(), spec)
+	var (
+		rec      jobs.Record
+		replayed bool
+		err      error
+	)
+	if key, present, kerr := idempotencyKey(r.Header); kerr != nil {
+		a.fail(w, r, http.StatusBadRequest, kerr.Error())
+		return
+	} else if present {
+		keyed, ok := a.Jobs.(jobs.KeyedRunner)
+		if !ok {
+			a.fail(w, r, http.StatusNotImplemented, "Idempotency-Key: not taken by this job store")
+			return
+		}
+		rec, replayed, err = keyed.SubmitOnce(r.Context(), spec, key)
+	} else {
+		rec, err = a.Jobs.Submit(r.Context(), spec)
+	}
 	var invalid *jobs.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
+		return
+	case errors.Is(err, jobs.ErrKeyReused):
+		// The IETF draft's answer to a key reused with another payload.
+		a.fail(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
 	case errors.Is(err, jobs.ErrRecordsFull), errors.Is(err, jobs.ErrUnavailable):
 		a.unavailable(w, r, err)
@@ -178,7 +243,36 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+}
+
+// idempotencyKey reads the Idempotency-Key header (draft-ietf-httpapi-
+// idempotency-key-header): a structured-field string, "...", or for
+// clients that send it bare, the token as it is. Its content is checked by
+// jobs.CheckKey.
+func idempotencyKey(h http.Header) (key string, present bool, err error) {
+	vs := h.Values("Idempotency-Key")
+	switch len(vs) {
+	case 0:
+		return "", false, nil
+	case 1:
+	default:
+		return "", true, errors.New("Idempotency-Key: one header, one key")
+	}
+	key = vs[0]
+	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
+		key = key[1 : len(key)-1]
+		if strings.ContainsAny(key, "\\\"") {
+			return "", true, errors.New(`Idempotency-Key: a quoted key without escapes, such as "8e03978e-40d5-43e8-bc93-6894a57f9324"`)
+		}
+	}
+	if err := jobs.CheckKey(key); err != nil {
+		return "", true, errors.New("Idempotency-Key: " + strings.TrimPrefix(err.Error(), "invalid job: "))
+	}
+	return key, true, nil
 }
 
 // unavailable answers 503 with Retry-After: the job store cannot take or
@@ -190,6 +284,12 @@ func (a *API) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if !jobs.ValidID(id) {
+		// Checked before any store is asked: an id goes into a NATS
+		// subject, and a long one would cost the connection.
+		a.fail(w, r, http.StatusNotFound, fmt.Sprintf("no job %s: a job id is %d lowercase hex digits", quoteShort(id), jobs.IDLen))
+		return
+	}
 	rec, err := a.Jobs.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
@@ -203,6 +303,15 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rec)
+}
+
+// quoteShort quotes s, cut to its first 32 bytes: an answer does not echo
+// a hostile client's kilobytes.
+func quoteShort(s string) string {
+	if len(s) > 32 {
+		return strconv.Quote(s[:32]) + fmt.Sprintf("... (%d bytes)", len(s))
+	}
+	return strconv.Quote(s)
 }
 
 // poolError answers for a task the pool would not take or finish.
@@ -229,7 +338,47 @@ func (a *API) retryAfter() string {
 
 // decode reads one JSON value into v, strictly: unknown fields, trailing
 // data and bodies over the limit are refused with a clear answer.
-func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyFields) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			w.Header().Set("Accept-Post", "application/json")
+			a.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %s: the body is JSON (application/json)", quoteShort(ct)))
+			return false
+		}
+	}
+	// The body is read within the request timeout, and no longer than the
+	// stop allows: a client that stalls mid-body gets 408, and its
+	// connection is closed.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(a.RequestTimeout))
+	var (
+		mu      sync.Mutex
+		reading = true
+	)
+	stop := context.AfterFunc(a.cutContext(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if reading {
+			_ = rc.SetReadDeadline(time.Now())
+		}
+	})
+	ok := a.decodeBody(w, r, v, fields)
+	mu.Lock()
+	reading = false
+	mu.Unlock()
+	stop()
+	if ok {
+		// Read whole: the deadline must not outlive the body (the server's
+		// background read of the connection would cancel the request at
+		// it). After a failure it stays, so that the server does not wait
+		// for the rest of the body before closing the connection.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return ok
+}
+
+func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields bodyFields) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, a.MaxBody))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -238,19 +387,78 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 			err = errors.New("trailing data after the JSON value")
 		}
 	}
-	var tooBig *http.MaxBytesError
+	var (
+		tooBig      *http.MaxBytesError
+		syntax      *json.SyntaxError
+		wrongType   *json.UnmarshalTypeError
+		badDuration *jobs.DurationError
+	)
 	switch {
 	case err == nil:
 		return true
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		why := fmt.Sprintf("body not received within the request timeout (%v)", a.RequestTimeout)
+		if a.cutContext().Err() != nil {
+			why = "body not received before the stop"
+		}
+		a.fail(w, r, http.StatusRequestTimeout, why)
 	case errors.As(err, &tooBig):
 		a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
 	case errors.Is(err, io.EOF):
 		a.fail(w, r, http.StatusBadRequest, "empty body: want a JSON object")
+	case errors.As(err, &badDuration):
+		a.fail(w, r, http.StatusBadRequest, badDuration.Error())
+	case errors.As(err, &syntax):
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("malformed JSON near byte %d: want an object such as %s", syntax.Offset, fields.example))
+	case errors.As(err, &wrongType):
+		field := wrongType.Field
+		want, known := fields.want[field]
+		if !known {
+			field, want = "the body", "an object such as "+fields.example
+		} else {
+			field = strconv.Quote(field)
+		}
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s: want %s, got a JSON %s", field, want, wrongType.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s: want only %s", strings.TrimPrefix(err.Error(), "json: "), fields.names()))
 	default:
-		a.fail(w, r, http.StatusBadRequest, "malformed JSON: "+err.Error())
+		a.fail(w, r, http.StatusBadRequest, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return false
 }
+
+// bodyFields describes a body for the errors about it: an example, and
+// what each field wants.
+type bodyFields struct {
+	example string
+	want    map[string]string
+}
+
+func (f bodyFields) names() string {
+	names := make([]string, 0, len(f.want))
+	for n := range f.want {
+		names = append(names, strconv.Quote(n))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+var (
+	factorialFields = bodyFields{
+		example: `{"numbers":[1,2,3]}`,
+		want:    map[string]string{"numbers": fmt.Sprintf("an array of integers from 0 to %d", jobs.MaxFactorial)},
+	}
+	jobFields = bodyFields{
+		example: `{"kind":"sleep","duration":"50ms"}`,
+		want: map[string]string{
+			"kind":     "a string: sleep or factorial",
+			"n":        fmt.Sprintf("an integer from 0 to %d", jobs.MaxFactorial),
+			"duration": `a duration as a string such as "50ms"`,
+			"timeout":  `a duration as a string such as "2s"`,
+		},
+	}
+)
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	if code >= 500 && a.Log != nil {

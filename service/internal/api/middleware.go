@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -57,6 +58,29 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// MaxHeaderBytes bounds a request's line and headers; over it the API
+// answers 431. (net/http's own bound, larger, answers in plain text.)
+const MaxHeaderBytes = 64 << 10
+
+// headerBytes is about what the request line and headers took on the wire.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// NotFound answers 404 in the API's JSON shape, for the admin listener's
+// paths that are not its own.
+func NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + quoteShort(r.URL.Path)})
+	})
+}
+
 // wrap gives a route its request id (the caller's X-Request-Id or a new
 // one, echoed back), turns a panic into a 500 JSON answer, counts the
 // request in the metrics under route and logs it at debug level.
@@ -68,8 +92,19 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
+		if a.stopping.Load() {
+			// See SetStopping: no keep-alive connection outlives the stop.
+			w.Header().Set("Connection", "close")
+		}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		sw := &statusWriter{ResponseWriter: w}
+		serve := h // this request's: h is the route's, shared
+		if n := headerBytes(r); n > MaxHeaderBytes {
+			serve = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Connection", "close")
+				a.fail(w, r, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("request line and headers of about %d bytes: at most %d", n, MaxHeaderBytes))
+			}
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -89,6 +124,6 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 				a.Log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
 			}
 		}()
-		h(sw, r)
+		serve(sw, r)
 	})
 }

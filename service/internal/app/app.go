@@ -117,7 +117,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 			}
 			return ExitFailed
 		}
-		a.Jobs, a.Ready = d.runner, d.ready
+		a.Jobs, a.Ready, a.Live = d.runner, d.ready, d.live
 		where = d.where(cfg)
 		sourceMetrics, err := natsprom.NewCollector(d.source)
 		if err != nil {
@@ -135,12 +135,22 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
 	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
-		"  curl -X POST %[1]s/v1/factorial -d '{\"numbers\":[1,2,3]}'\n"+
-		"  curl -X POST %[1]s/v1/jobs -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
+		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
+		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
 		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where)
 
+	// Headers within ReadHeaderTimeout, bodies within the request timeout
+	// (the API sets the read deadline). Headers over
+	// api.MaxHeaderBytes are refused by the API with a JSON 431; net/http
+	// refuses, in plain text, only those past MaxHeaderBytes (its default,
+	// 1 MB).
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: http.DefaultMaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// At the stop, once the listener is closed: a client stalled mid-body,
+	// or one that sent nothing yet, does not hold the drain.
+	srv.RegisterOnShutdown(a.CutBodies)
+	closeSilentAtStop(srv)
 	admin := &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 2)
@@ -298,5 +308,6 @@ func adminMux(reg *prometheus.Registry) *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", api.NotFound())
 	return mux
 }

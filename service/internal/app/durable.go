@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -25,6 +26,10 @@ type durable struct {
 	runner *jobs.JetStreamRunner
 	source *natsjs.Source
 	ran    chan error // Source.Run's end
+
+	// closing is set by close, before crewd closes the connection itself:
+	// any other close is the server's (an -ERR), and for good.
+	closing atomic.Bool
 
 	lag    uint64 // jobs left in the stream at the stop
 	lagErr error
@@ -57,7 +62,19 @@ func (e *startError) Error() string { return e.err.Error() }
 // restarts the pod with backoff.
 func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durable, error) {
 	d := &durable{ran: make(chan error, 1)}
-	opts := []nats.Option{nats.Name("crewd")}
+	opts := []nats.Option{nats.Name("crewd"),
+		// nats.go does not reconnect after the server closed the connection
+		// with an error (a protocol violation, a control line over 4 KB):
+		// the connection is closed for good, and so are the jobs here.
+		// /healthz fails from then on (the pod is restarted), and the job
+		// source stops, which stops crewd with exit code 1.
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			if d.closing.Load() {
+				log.Info("NATS connection closed")
+				return
+			}
+			log.Error("NATS connection closed for good by the server; crewd stops, /healthz fails meanwhile", "error", nc.LastError())
+		})}
 	var err error
 	if cfg.Embedded() {
 		d.server, err = natsd.Start(cfg.DataDir, cfg.NATSListen, log)
@@ -74,8 +91,8 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 			nats.PingInterval(pingInterval), nats.MaxPingsOutstanding(maxPingsOut),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 				if err == nil {
-					// crewd's own Close at the stop: nothing is wrong.
-					log.Info("NATS connection closed")
+					// A close, crewd's own or the server's: the closed
+					// handler tells which.
 					return
 				}
 				log.Warn("NATS disconnected: jobs are refused (503) until it is back", "error", err)
@@ -144,6 +161,15 @@ func (d *durable) ready() error {
 	return nil
 }
 
+// live says why the process is of no more use, for /healthz: its NATS
+// connection was closed for good (not by crewd's own stop).
+func (d *durable) live() error {
+	if d.nc.IsClosed() && !d.closing.Load() {
+		return fmt.Errorf("NATS connection closed for good: %v", d.nc.LastError())
+	}
+	return nil
+}
+
 // where says where the jobs go, for the start-up lines.
 func (d *durable) where(cfg config.Config) string {
 	if d.server == nil {
@@ -176,6 +202,7 @@ func (d *durable) close(log *slog.Logger) (lag uint64, lagErr error) {
 		cancel()
 	}
 	if d.nc != nil {
+		d.closing.Store(true)
 		_ = d.nc.FlushTimeout(time.Second)
 		d.nc.Close()
 	}

@@ -41,7 +41,7 @@ type delivery struct {
 
 func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	id, ok := strings.CutPrefix(d.subject, r.subject)
-	if !ok || id == "" || strings.ContainsAny(id, ".*>") {
+	if !ok || !ValidID(id) {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}

@@ -35,6 +35,8 @@ type JetStreamRunner struct {
 	cons    jetstream.Consumer
 	subject string // the stream's subject prefix, "jobs."
 
+	dupWindow time.Duration // the stream's duplicates window
+
 	defaultTimeout, maxTimeout time.Duration
 	maxAttempts                int
 	log                        *slog.Logger
@@ -130,6 +132,7 @@ func (r *JetStreamRunner) setup(ctx context.Context, cfg JetStreamConfig) error 
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
+	r.dupWindow = stream.CachedInfo().Config.Duplicates
 	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,
@@ -231,6 +234,10 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 
 // Get implements Runner, from the bucket: any crewd answers for any job.
 func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
+	if !ValidID(id) {
+		// Never a key: not one crewd made.
+		return Record{}, ErrNotFound
+	}
 	if err := r.connected(); err != nil {
 		return Record{}, err
 	}

@@ -145,6 +145,20 @@ func TestJetStreamRunsJobs(t *testing.T) {
 	if _, err := front.Get(context.Background(), "a.b"); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("an id that is no key: %v", err)
 	}
+	// An id over the server's 4 KB control line would cost the connection
+	// (the server closes it, and nats.go does not reconnect): it never
+	// reaches the server.
+	for _, id := range []string{strings.Repeat("a", 5000), "0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "*", ">"} {
+		if _, err := front.Get(context.Background(), id); !errors.Is(err, jobs.ErrNotFound) {
+			t.Fatalf("id %.20q: %v", id, err)
+		}
+	}
+	if !c.nc.IsConnected() {
+		t.Fatalf("the connection after bad ids: %v", c.nc.Status())
+	}
+	if _, err := front.Get(context.Background(), fact.ID); err != nil {
+		t.Fatalf("a good id after bad ones: %v", err)
+	}
 }
 
 // TestJetStreamSubmitRefuses: a bad job is refused before anything is

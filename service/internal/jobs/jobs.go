@@ -23,6 +23,21 @@ type Runner interface {
 	Get(ctx context.Context, id string) (Record, error)
 }
 
+// KeyedRunner is a Runner that takes idempotency keys; both of crewd's do.
+type KeyedRunner interface {
+	Runner
+	// SubmitOnce is Submit under a client's idempotency key: the first
+	// request with the key submits the job; a later one with the same spec
+	// gets the same job's record and replayed true, one with another spec
+	// ErrKeyReused. An invalid key is an *InvalidError.
+	SubmitOnce(ctx context.Context, spec Spec, key string) (rec Record, replayed bool, err error)
+}
+
+var (
+	_ KeyedRunner = (*PoolRunner)(nil)
+	_ KeyedRunner = (*JetStreamRunner)(nil)
+)
+
 // Spec is what a client asks for: {"kind":"sleep","duration":"50ms"} or
 // {"kind":"factorial","n":20}, with an optional "timeout".
 type Spec struct {
@@ -126,6 +141,9 @@ func (s Spec) Validate(def, max time.Duration) (time.Duration, error) {
 		if s.N != nil {
 			return 0, &InvalidError{`"n" is for factorial jobs`}
 		}
+		if s.Duration == 0 {
+			return 0, &InvalidError{`"duration" is required for sleep jobs: a string such as "50ms"`}
+		}
 		if d := time.Duration(s.Duration); d <= 0 || d > max {
 			return 0, &InvalidError{fmt.Sprintf("duration %v: want more than 0 and at most %v", d, max)}
 		}
@@ -163,6 +181,13 @@ func (s Spec) Run(ctx context.Context) (any, error) {
 	return nil, &InvalidError{"kind " + s.Kind}
 }
 
+// DurationError is a "duration" or a "timeout" that is not a duration.
+type DurationError struct{ Got string }
+
+func (e *DurationError) Error() string {
+	return `"duration" and "timeout" want a string such as "50ms", "2s" or "1m", got ` + e.Got
+}
+
 // Duration is a time.Duration written as a string ("50ms") in JSON.
 type Duration time.Duration
 
@@ -171,18 +196,37 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration is a string such as \"50ms\": %s", b)
+		return &DurationError{Got: fmt.Sprintf("%.40s", b)}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &DurationError{Got: fmt.Sprintf("%.40q", s)}
 	}
 	*d = Duration(v)
 	return nil
 }
 
+// IDLen is the length of a job id: 8 random bytes in lowercase hex.
+const IDLen = 16
+
 func newID() string {
-	var b [8]byte
+	var b [IDLen / 2]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form of the ids crewd makes: IDLen
+// lowercase hex digits. Anything else is no job, answered without asking
+// a store: an id becomes part of a NATS subject and a key, and the server
+// closes a connection whose control line passes 4 KB.
+func ValidID(id string) bool {
+	if len(id) != IDLen {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -53,6 +53,9 @@ func (r *PoolRunner) Submit(_ context.Context, spec Spec) (Record, error) {
 
 // Get implements Runner.
 func (r *PoolRunner) Get(_ context.Context, id string) (Record, error) {
+	if !ValidID(id) {
+		return Record{}, ErrNotFound
+	}
 	e, ok := r.Store.get(id)
 	if !ok {
 		return Record{}, ErrNotFound

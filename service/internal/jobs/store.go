@@ -22,12 +22,16 @@ type Store struct {
 
 	mu    sync.Mutex
 	byID  map[string]*entry
-	order []*entry // by creation, oldest first
+	order []*entry          // by creation, oldest first
+	keys  map[string]*entry // by idempotency key hash, while their records are kept
+
+	keyMu sync.Mutex // one keyed submit at a time
 }
 
 type entry struct {
 	id, kind string
 	created  time.Time
+	key, req string     // the hash of its idempotency key, and of its request
 	task     *crew.Task // nil until submitted
 
 	mu     sync.Mutex
@@ -89,6 +93,7 @@ func (s *Store) evictLocked(reason string, pick func(*entry) bool) {
 			return false
 		}
 		delete(s.byID, e.id)
+		s.dropKey(e)
 		ids = append(ids, e.id)
 		return true
 	})
@@ -108,8 +113,45 @@ func (s *Store) evictLocked(reason string, pick func(*entry) bool) {
 func (s *Store) remove(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e, ok := s.byID[id]; ok {
+		s.dropKey(e)
+	}
 	delete(s.byID, id)
 	s.order = slices.DeleteFunc(s.order, func(e *entry) bool { return e.id == id })
+}
+
+// dropKey forgets e's idempotency key. s.mu must be held.
+func (s *Store) dropKey(e *entry) {
+	if e.key != "" && s.keys[e.key] == e {
+		delete(s.keys, e.key)
+	}
+}
+
+// keyed returns the job posted under an idempotency key's hash, and the
+// hash of its request.
+func (s *Store) keyed(key string) (id, req string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.keys[key]
+	if !ok {
+		return "", "", false
+	}
+	return e.id, e.req, true
+}
+
+// setKey files job id under an idempotency key's hash.
+func (s *Store) setKey(id, key, req string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byID[id]
+	if !ok {
+		return // evicted already
+	}
+	if s.keys == nil {
+		s.keys = make(map[string]*entry)
+	}
+	e.key, e.req = key, req
+	s.keys[key] = e
 }
 
 func (s *Store) get(id string) (*entry, bool) {
