@@ -20,4 +20,31 @@ var (
 
 	// ErrRunning is returned by a second call to Run.
 	ErrRunning = errors.New("natsjs: Run already called")
+
+	// ErrUnavailable is matched (errors.Is) by every error made by
+	// Unavailable.
+	ErrUnavailable = errors.New("natsjs: unavailable")
 )
+
+// Unavailable marks err, returned by a handler, as an outage of something
+// the handler needs (a store that timed out, had no responders or no
+// leader), not a failure of the message: the Source hands the message back
+// after the unavailable delay (WithUnavailableDelay), with no backoff, and
+// never terms or dead-letters it for that; it counts it as Unavailable. The
+// server still counts the delivery: with a finite MaxDeliver on the
+// consumer, the message's last delivery cannot be handed back and is
+// dead-lettered instead, so a consumer whose outages must cost no attempt
+// has MaxDeliver -1 and its handler counts the attempts that matter.
+// Unavailable(nil) is nil.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unavailableError{err}
+}
+
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string        { return "unavailable: " + e.err.Error() }
+func (e *unavailableError) Unwrap() error        { return e.err }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }

@@ -29,6 +29,11 @@ const (
 	DefaultPullExpiry = time.Second
 	// DefaultTaskName names the pool tasks that run messages.
 	DefaultTaskName = "natsjs"
+	// DefaultUnavailableDelay is the delay of the nak of a message whose
+	// handler reported an outage (Unavailable): short and fixed, since the
+	// message did not fail and an outage of a replicated store lasts the
+	// few seconds of a leader election.
+	DefaultUnavailableDelay = time.Second
 )
 
 // Option configures a Source. Options are created by the With... functions
@@ -45,6 +50,7 @@ type options struct {
 	window      int
 	backoffBase time.Duration
 	backoffMax  time.Duration
+	unavailable time.Duration
 	deadJS      jetstream.JetStream
 	deadSubject string
 	maxDeliver  int // 0: the consumer's
@@ -60,6 +66,7 @@ func defaultOptions() options {
 	return options{
 		window:      DefaultWindow,
 		backoffBase: DefaultBackoffBase,
+		unavailable: DefaultUnavailableDelay,
 		backoffMax:  DefaultBackoffMax,
 		heartbeat:   DefaultHeartbeat,
 		taskName:    DefaultTaskName,
@@ -90,6 +97,19 @@ func WithBackoff(base, max time.Duration) Option {
 			return fmt.Errorf("%w: backoff base %v max %v, want 0 < base <= max", ErrInvalidOption, base, max)
 		}
 		o.backoffBase, o.backoffMax = base, max
+		return nil
+	})
+}
+
+// WithUnavailableDelay sets the delay of the nak of a message whose handler
+// returned an error made by Unavailable; it must be positive. The default is
+// DefaultUnavailableDelay.
+func WithUnavailableDelay(d time.Duration) Option {
+	return optionFunc(func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: unavailable delay %v, want > 0", ErrInvalidOption, d)
+		}
+		o.unavailable = d
 		return nil
 	})
 }

@@ -112,6 +112,18 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 			return
 		}
 		s.c.handedBack.Add(1)
+	case errors.Is(err, ErrUnavailable) && s.lastDelivery(m):
+		// Handed back, it would never come again: keep a copy instead.
+		s.deadLetter(m, fmt.Errorf("natsjs: unavailable at the message's last delivery: %w", err))
+	case errors.Is(err, ErrUnavailable):
+		// Not the message's failure: no backoff, and no attempt of ours
+		// spent on it (WithMaxDeliver counts the server's deliveries,
+		// which is why this case comes first).
+		if nerr := m.raw.NakWithDelay(s.o.unavailable); nerr != nil {
+			s.logWarn("hand back failed; the message will be redelivered after AckWait", m, nerr)
+			return
+		}
+		s.c.unavailable.Add(1)
 	case s.maxDeliver > 0 && m.attempt >= s.maxDeliver:
 		s.deadLetter(m, err)
 	default:

@@ -7,7 +7,8 @@ import (
 
 // Stats is a snapshot of a Source's counts. The counts only grow. Every
 // received message ends in exactly one of Acked, Naked, Termed, HandedBack,
-// LeasesLost, or an ack that failed (logged), or is still InFlight.
+// Unavailable, LeasesLost, or an ack that failed (logged), or is still
+// InFlight.
 type Stats struct {
 	// Received counts messages delivered to the Source; Redelivered those of
 	// them delivered before (attempt > 1).
@@ -23,6 +24,9 @@ type Stats struct {
 	// HandedBack counts messages naked without delay, not started (a stop)
 	// or cancelled by the pool's hard stop: another consumer gets them now.
 	HandedBack uint64
+	// Unavailable counts messages handed back after the unavailable delay
+	// because their handler reported an outage (Unavailable).
+	Unavailable uint64
 	// Heartbeats counts lease renewals (InProgress) sent.
 	Heartbeats uint64
 	// LeasesLost counts messages whose lease could not be renewed for a
@@ -35,13 +39,13 @@ type Stats struct {
 
 // String formats the snapshot for a log line or a test failure.
 func (s Stats) String() string {
-	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d",
-		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted)
+	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d",
+		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted)
 }
 
 type counters struct {
 	received, redelivered, acked, naked, termed, deadLettered atomic.Uint64
-	handedBack, heartbeats, leasesLost                        atomic.Uint64
+	handedBack, unavailable, heartbeats, leasesLost           atomic.Uint64
 }
 
 // Stats returns a snapshot of the Source's counts. Consumer lag, which needs
@@ -55,6 +59,7 @@ func (s *Source) Stats() Stats {
 		Termed:       s.c.termed.Load(),
 		DeadLettered: s.c.deadLettered.Load(),
 		HandedBack:   s.c.handedBack.Load(),
+		Unavailable:  s.c.unavailable.Load(),
 		Heartbeats:   s.c.heartbeats.Load(),
 		LeasesLost:   s.c.leasesLost.Load(),
 		Unstarted:    int(max(0, s.unstarted.Load())),

@@ -79,7 +79,7 @@ func NewCollector(src *natsjs.Source, opts ...Option) (*Collector, error) {
 	}
 	c.received = desc("messages_received_total", "Messages delivered to the Source.")
 	c.redelivered = desc("messages_redelivered_total", "Messages delivered to the Source that had been delivered before.")
-	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), lease_lost.", "outcome")
+	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (handed back after a short delay: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
 	c.deadLetters = desc("dead_letters_total", "Messages published to the dead-letter subject.")
 	c.heartbeats = desc("heartbeats_total", "Lease renewals (InProgress) sent.")
 	c.held = desc("messages_held", "Messages held now, by state: waiting (not started) or running.", "state")
@@ -112,6 +112,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.outcomes, s.Naked, "naked")
 	counter(c.outcomes, s.Termed, "termed")
 	counter(c.outcomes, s.HandedBack, "handed_back")
+	counter(c.outcomes, s.Unavailable, "unavailable")
 	counter(c.outcomes, s.LeasesLost, "lease_lost")
 	counter(c.deadLetters, s.DeadLettered)
 	counter(c.heartbeats, s.Heartbeats)

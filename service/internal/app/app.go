@@ -123,7 +123,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		if err != nil {
 			panic(err) // no options: cannot fail
 		}
-		reg.MustRegister(sourceMetrics)
+		reg.MustRegister(sourceMetrics, d.storeMetrics())
 	} else {
 		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",

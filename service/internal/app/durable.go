@@ -15,6 +15,7 @@ import (
 	"github.com/crew-go/crew/service/internal/natsd"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // durable is the JetStream path of the jobs: the embedded server (none
@@ -30,6 +31,9 @@ type durable struct {
 	// closing is set by close, before crewd closes the connection itself:
 	// any other close is the server's (an -ERR), and for good.
 	closing atomic.Bool
+
+	stopWatch func()        // ends the store's probes
+	watched   chan struct{} // closed when they have ended
 
 	lag    uint64 // jobs left in the stream at the stop
 	lagErr error
@@ -148,17 +152,56 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	return d, nil
 }
 
-// run starts pulling jobs.
+// run starts pulling jobs, and probing the store for /readyz.
 func (d *durable) run() {
 	go func() { d.ran <- d.source.Run(context.Background()) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopWatch, d.watched = cancel, make(chan struct{})
+	go func() {
+		defer close(d.watched)
+		d.runner.WatchStore(ctx)
+	}()
 }
 
-// ready says why jobs cannot be taken now, for /readyz.
+// ready says why jobs cannot be taken now, for /readyz: the connection is
+// down, or the store cannot be reached through it (a stream without a
+// leader, a server cut off from the others), so that the Service sends
+// requests to replicas that can reach the store.
 func (d *durable) ready() error {
 	if st := d.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection %v", st)
 	}
-	return nil
+	return d.runner.StoreErr()
+}
+
+// storeMetrics exports the store's availability as /readyz sees it, and
+// the jobs handed back for an outage (natsjs_messages_total{outcome=
+// "unavailable"} counts them too, by stream).
+func (d *durable) storeMetrics() prometheus.Collector {
+	return storeCollector{d.runner}
+}
+
+type storeCollector struct{ r *jobs.JetStreamRunner }
+
+var (
+	storeUpDesc = prometheus.NewDesc("crewd_job_store_up",
+		"1 while the job store (the jobs' stream and the records' bucket) answers this replica, 0 during an outage.", nil, nil)
+	storeHandBacksDesc = prometheus.NewDesc("crewd_job_store_unavailable_total",
+		"Jobs handed back without costing an attempt because the job store could not be reached.", nil, nil)
+)
+
+func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- storeUpDesc
+	ch <- storeHandBacksDesc
+}
+
+func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
+	up := 1.0
+	if c.r.StoreErr() != nil {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(storeHandBacksDesc, prometheus.CounterValue, float64(c.r.StoreHandBacks()))
 }
 
 // live says why the process is of no more use, for /healthz: its NATS
@@ -188,6 +231,10 @@ func (d *durable) where(cfg config.Config) string {
 // before: jobs left in the stream for the next crewd.
 func (d *durable) close(log *slog.Logger) (lag uint64, lagErr error) {
 	lagErr = errors.New("no source")
+	if d.stopWatch != nil {
+		d.stopWatch()
+		<-d.watched
+	}
 	if d.source != nil {
 		select {
 		case err := <-d.ran:

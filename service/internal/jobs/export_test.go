@@ -12,3 +12,6 @@ func (s *Store) SetClock(now func() time.Time) { s.now = now }
 func (r *JetStreamRunner) HandleDelivery(ctx context.Context, subject string, data []byte) error {
 	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now()})
 }
+
+// HandleProbe records a probe's outcome, as WatchStore does.
+func (r *JetStreamRunner) HandleProbe(err error) { r.health.probed(err) }

@@ -23,7 +23,10 @@ var errTimedOut = errors.New("job timed out")
 // terminal is acked without running again. A run that ends, whatever its
 // outcome (succeeded, failed, timed_out), is recorded and acked: a job is
 // run again only when its run was interrupted, never for failing, and at
-// most MaxAttempts runs are started.
+// most MaxAttempts runs are started. An outage of the store is not the
+// job's failure: before the run the job is handed back (natsjs.Unavailable)
+// with no attempt counted; after it, the record of its end is written again
+// while the job's lease holds, rather than run the job again.
 func (r *JetStreamRunner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	if md, err := m.Raw().Metadata(); err == nil {
@@ -48,13 +51,16 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
 	rec, rev, err := r.load(ctx, id)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		r.health.ok()
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// Expired while the job waited (or the answer to its publish was
 		// lost and Submit deleted it): the message is the job.
 		rec = Record{ID: id, State: Queued, Created: d.published}
 	case err != nil:
-		return err
+		return r.unavailable(err)
 	case rec.State.Terminal():
 		r.counts.skipped.Add(1)
 		return nil
@@ -63,17 +69,17 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	dec := json.NewDecoder(bytes.NewReader(d.data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return r.finish(wctx, rec, Failed, nil, "undecodable job: "+err.Error())
+		return r.finish(ctx, rec, Failed, nil, "undecodable job: "+err.Error())
 	}
 	rec.Kind = spec.Kind
 	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
-		return r.finish(wctx, rec, Failed, nil, err.Error())
+		return r.finish(ctx, rec, Failed, nil, err.Error())
 	}
 	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
 		// Its runs were all interrupted: a job that kills its process would
 		// otherwise be retried for ever.
-		return r.finish(wctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
+		return r.finish(ctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
 	rec.State, rec.Attempts, rec.Error = Running, rec.Attempts+1, ""
 	// Only over the record just read: a run of the same job elsewhere (a
@@ -87,7 +93,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 		rev, err = r.put(wctx, rec)
 	}
 	if err != nil {
-		return err
+		return r.unavailable(err) // not run: no attempt spent
 	}
 
 	jctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
@@ -96,7 +102,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	cancel()
 	switch {
 	case err == nil:
-		return r.finish(wctx, rec, Succeeded, v, "")
+		return r.finish(ctx, rec, Succeeded, v, "")
 	case ctx.Err() != nil:
 		// Interrupted, not failed: queued again, to run again here or
 		// elsewhere.
@@ -112,18 +118,35 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 		r.counts.requeued.Add(1)
 		return fmt.Errorf("job %s interrupted: %w", id, why)
 	case timedOut:
-		return r.finish(wctx, rec, TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
+		return r.finish(ctx, rec, TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
 	default:
-		return r.finish(wctx, rec, Failed, nil, err.Error())
+		return r.finish(ctx, rec, Failed, nil, err.Error())
 	}
 }
 
-// finish records a job's end. When the record cannot be written the
-// message is naked, and the job runs again: at-least-once.
+// finish records a job's end. While the store is out, the write is tried
+// again, the job's lease kept, until it succeeds or ctx ends (a hard stop,
+// the lease lost): an outage of a few seconds (a leader elected again)
+// costs the job no second run. If the record cannot be written at all the
+// job is handed back and runs again: at-least-once.
 func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, result any, msg string) error {
 	rec.State, rec.Result, rec.Error = st, result, msg
-	if _, err := r.put(ctx, rec); err != nil {
-		return err
+	wctx := context.WithoutCancel(ctx)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, err := r.put(wctx, rec)
+		if err == nil {
+			r.health.ok()
+			break
+		}
+		if !errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		r.health.outage(err)
+		select {
+		case <-ctx.Done():
+			return r.unavailable(err)
+		case <-time.After(wait):
+		}
 	}
 	switch st {
 	case Succeeded:

@@ -34,6 +34,10 @@ type JetStreamRunner struct {
 	kv      jetstream.KeyValue
 	cons    jetstream.Consumer
 	subject string // the stream's subject prefix, "jobs."
+	stream  string
+
+	storeTimeout time.Duration
+	health       storeHealth
 
 	dupWindow time.Duration // the stream's duplicates window
 
@@ -59,8 +63,17 @@ type JetStreamConfig struct {
 
 	DefaultTimeout, MaxTimeout time.Duration // as in PoolRunner
 
+	// StoreTimeout bounds each read or write of a record and each publish
+	// of a request (Submit, Get), so that an answer comes within a
+	// request's time even when the store does not; 0 is DefaultStoreTimeout.
+	StoreTimeout time.Duration
+
 	Log *slog.Logger // may be nil
 }
+
+// DefaultStoreTimeout is JetStreamConfig.StoreTimeout's default: an
+// answer slower than this is an outage (a leader lost, a server cut off).
+const DefaultStoreTimeout = 2 * time.Second
 
 // NewJetStreamRunner finds the stream, the consumer and the bucket, or
 // creates those missing with cfg's settings. Existing ones are used as they
@@ -74,12 +87,16 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
 	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
-		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas {
+		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
 	r := &JetStreamRunner{
-		js: js, subject: cfg.Stream + ".",
+		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
+		health:         storeHealth{log: cfg.Log},
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
 	}
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
@@ -211,6 +228,8 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 	if err := r.connected(); err != nil {
 		return Record{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*r.storeTimeout) // a record, then a publish
+	defer cancel()
 	rec := Record{ID: newID(), Kind: spec.Kind, State: Queued, Created: time.Now()}
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -246,16 +265,19 @@ func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
 }
 
 // connected refuses at once, rather than after a request's timeout, while
-// the connection is down.
+// the connection is down or the store is known to be (storeHealth).
 func (r *JetStreamRunner) connected() error {
 	if nc := r.js.Conn(); !nc.IsConnected() {
 		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
 	}
-	return nil
+	return r.health.Err()
 }
 
-// load reads a record and its revision.
+// load reads a record and its revision. Like put and swap, it waits for
+// the store at most StoreTimeout.
 func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
 	e, err := r.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return Record{}, 0, ErrNotFound
@@ -278,6 +300,8 @@ func (r *JetStreamRunner) put(ctx context.Context, rec Record) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
 	rev, err := r.kv.Put(ctx, rec.ID, data)
 	if err != nil {
 		return 0, storeError(err)
@@ -296,6 +320,8 @@ func (r *JetStreamRunner) swap(ctx context.Context, rec Record, rev uint64) (uin
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
 	var next uint64
 	if rev == 0 {
 		next, err = r.kv.Create(ctx, rec.ID, data)

@@ -1,0 +1,170 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// outageServer is a server whose JetStream a test can take away and give
+// back while the connection stays up: the store's outage as a replica
+// attached to a healthy server sees it while the stream has no leader.
+type outageServer struct {
+	srv *server.Server
+	dir string
+	js  jetstream.JetStream
+}
+
+func newOutageServer(t *testing.T) *outageServer {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outageServer{srv: srv, dir: dir, js: js}
+}
+
+func (o *outageServer) down(t *testing.T) {
+	t.Helper()
+	if err := o.srv.DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (o *outageServer) up(t *testing.T) {
+	t.Helper()
+	if err := o.srv.EnableJetStream(&server.JetStreamConfig{StoreDir: o.dir}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitStore probes until the store answers again.
+func waitStore(t *testing.T, r *jobs.JetStreamRunner) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.Probe(context.Background()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the store did not come back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStoreOutageCostsNoAttempt: a job delivered while the store cannot be
+// reached is handed back as unavailable (natsjs hands it back without
+// backoff, never dead-letters it) with no attempt counted; the runner says
+// the store is down (readiness, Submit and Get answer at once); once the
+// store is back the job runs as its first attempt.
+func TestStoreOutageCostsNoAttempt(t *testing.T) {
+	o := newOutageServer(t)
+	cfg := jsConfig()
+	cfg.StoreTimeout = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := jobs.NewJetStreamRunner(ctx, o.js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := submit(t, r, factorial(4))
+	body, _ := json.Marshal(factorial(4))
+
+	o.down(t)
+	start := time.Now()
+	err = r.HandleDelivery(ctx, "jobs."+rec.ID, body)
+	if !errors.Is(err, natsjs.ErrUnavailable) || !errors.Is(err, jobs.ErrUnavailable) {
+		t.Fatalf("a delivery during the outage: %v, want it handed back as unavailable", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the hand-back took %v: the store's timeout is 500ms", d)
+	}
+	if r.StoreErr() == nil {
+		t.Fatal("the runner did not notice the outage")
+	}
+	start = time.Now()
+	if _, err := r.Get(ctx, rec.ID); !errors.Is(err, jobs.ErrUnavailable) || time.Since(start) > time.Second {
+		t.Fatalf("Get during a known outage: %v after %v, want ErrUnavailable at once", err, time.Since(start))
+	}
+
+	o.up(t)
+	waitStore(t, r)
+	r.HandleProbe(nil) // the probe's success marks the store up
+	if err := r.StoreErr(); err != nil {
+		t.Fatalf("store still down after a good probe: %v", err)
+	}
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, body); err != nil {
+		t.Fatal(err)
+	}
+	got := eventually(t, r, rec.ID, jobs.Succeeded)
+	if got.Attempts != 1 {
+		t.Fatalf("attempts %d after an outage and one run, want 1: %+v", got.Attempts, got)
+	}
+	if n := r.StoreHandBacks(); n != 1 {
+		t.Fatalf("%d hand-backs counted, want 1", n)
+	}
+}
+
+// TestStoreOutageAtTheEndDoesNotRunTheJobAgain: the store goes away while
+// a job runs and comes back a second later; the job's end is written once
+// it is back, the run is not repeated (one attempt) and the delivery is
+// acked.
+func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
+	o := newOutageServer(t)
+	cfg := jsConfig()
+	cfg.StoreTimeout = 300 * time.Millisecond
+	ctx := context.Background()
+	r, err := jobs.NewJetStreamRunner(ctx, o.js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := sleep(500 * time.Millisecond)
+	rec := submit(t, r, job)
+	body, _ := json.Marshal(job)
+	done := make(chan error, 1)
+	go func() { done <- r.HandleDelivery(ctx, "jobs."+rec.ID, body) }()
+	eventually(t, r, rec.ID, jobs.Running)
+	o.down(t)
+	// The run ends while the store is out: its end is retried.
+	deadline := time.Now().Add(10 * time.Second)
+	for r.StoreErr() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the end of the run never met the outage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	o.up(t)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the run's end was not written once the store was back: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Handle did not return after the store came back")
+	}
+	got := eventually(t, r, rec.ID, jobs.Succeeded)
+	if got.Attempts != 1 || r.Outcomes().Succeeded != 1 {
+		t.Fatalf("want one attempt, succeeded: %+v, %+v", got, r.Outcomes())
+	}
+}
