@@ -47,13 +47,14 @@ natsjs_messages_received_total{consumer="crewd",stream="jobs"} 0
 		t.Fatal(err)
 	}
 	want = `
-# HELP natsjs_messages_total Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), lease_lost.
+# HELP natsjs_messages_total Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (handed back after a short delay: the handler reported an outage of what it needs, not a failure), lease_lost.
 # TYPE natsjs_messages_total counter
 natsjs_messages_total{consumer="crewd",outcome="acked",stream="jobs"} 5
 natsjs_messages_total{consumer="crewd",outcome="handed_back",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="lease_lost",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="naked",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="termed",stream="jobs"} 0
+natsjs_messages_total{consumer="crewd",outcome="unavailable",stream="jobs"} 0
 # HELP natsjs_messages_held Messages held now, by state: waiting (not started) or running.
 # TYPE natsjs_messages_held gauge
 natsjs_messages_held{consumer="crewd",state="running",stream="jobs"} 0

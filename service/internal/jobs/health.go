@@ -16,9 +16,10 @@ import (
 // An outage met by a job, or two probes in a row that fail, mark the store
 // down, logged once at WARN ("job store unavailable"); a probe or a read
 // that succeeds marks it up again, logged once at INFO. While it is down,
-// Submit and Get answer ErrUnavailable at once instead of waiting out a
-// store timeout, and /readyz fails, so that the Service sends requests to
-// replicas that can reach the store.
+// Submit answers ErrUnavailable at once instead of waiting out the store's
+// timeout (Get still asks: any replica of the bucket answers a read, while
+// its stream elects a leader too), and /readyz fails, so that the Service
+// sends requests to replicas that can reach the store.
 type storeHealth struct {
 	down atomic.Bool // the fast path of ok
 	log  *slog.Logger

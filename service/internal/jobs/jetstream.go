@@ -257,15 +257,19 @@ func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
 		// Never a key: not one crewd made.
 		return Record{}, ErrNotFound
 	}
-	if err := r.connected(); err != nil {
-		return Record{}, err
+	// Not refused while the store is known to be out: the records'
+	// bucket answers reads from any of its replicas (direct get), so a read
+	// goes on while its stream elects a leader, as writes cannot.
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return Record{}, fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
 	}
 	rec, _, err := r.load(ctx, id)
 	return rec, err
 }
 
-// connected refuses at once, rather than after a request's timeout, while
-// the connection is down or the store is known to be (storeHealth).
+// connected refuses a write at once, rather than after the store's
+// timeout, while the connection is down or the store is known to be out
+// (storeHealth).
 func (r *JetStreamRunner) connected() error {
 	if nc := r.js.Conn(); !nc.IsConnected() {
 		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
