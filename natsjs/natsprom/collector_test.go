@@ -63,8 +63,8 @@ natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "natsjs_messages_total", "natsjs_messages_held"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 12 {
-		t.Fatalf("%d series (%v), want 12", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 13 {
+		t.Fatalf("%d series (%v), want 13", n, err)
 	}
 }
 
