@@ -14,4 +14,4 @@ if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
   exit 0
 fi
 cd clustertest
-CREW_CLUSTER_TEST=1 go test -race -count=1 -timeout 10m -v -run '^TestCluster$' .
+CREW_CLUSTER_TEST=1 go test -race -count=1 -timeout 15m -v -run '^TestCluster$' .

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -62,9 +63,11 @@ func readSettings(t *testing.T) settings {
 }
 
 // TestCluster is the scale-out proof: jobs through three crewd replicas on
-// an R3 JetStream cluster, one crewd killed while it runs jobs and the
-// jobs stream's leader cut off its network mid-load, both restored; every
-// job answered 202 must succeed.
+// an R3 JetStream cluster under a steady load through every fault of
+// faultsUnderLoad (a crewd killed, the stream's leader cut off and then
+// killed, a scale-down and up, a rolling restart); every job answered 202
+// must succeed, and no replica attached to a healthy server may stall more
+// than maxStall.
 func TestCluster(t *testing.T) {
 	if os.Getenv("CREW_CLUSTER_TEST") == "" {
 		t.Skip("the compose cluster test runs with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh): it needs a Docker engine and a few minutes")
@@ -73,7 +76,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("no Docker engine answers (docker info failed): not run")
 	}
 	set := readSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	began := time.Now()
 	transport := &http.Transport{MaxIdleConnsPerHost: 32}
@@ -84,9 +87,10 @@ func TestCluster(t *testing.T) {
 	l := &load{client: client, reps: cl.reps, start: time.Now(), refused: map[string]int{}}
 	cl.faultsUnderLoad(ctx, t, set, l)
 	cl.tail(ctx, t, l)
-	cl.allSucceed(ctx, t, set, l)
+	succeeded, again := cl.allSucceed(ctx, t, set, l)
 	cl.caughtUp(ctx, t)
-	t.Logf("whole test %.0fs", time.Since(began).Seconds())
+	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v); whole test %.0fs",
+		len(l.accepted), succeeded, again, cl.worst.Seconds(), maxStall, time.Since(began).Seconds())
 }
 
 // cluster is the compose project under test and where to reach it.
@@ -96,6 +100,8 @@ type cluster struct {
 	monitor map[string]string // nats1 -> its /jsz address
 	reps    *replicas
 	leader  string // the jobs stream's leader when the load starts
+	stalls  *stalls
+	worst   time.Duration // the longest stall measured, of replicas on healthy servers
 }
 
 func phase(t *testing.T, what string, since time.Time) {
@@ -166,23 +172,47 @@ func (cl *cluster) addr(ctx context.Context, t *testing.T, service string, port 
 	return a
 }
 
-// faultsUnderLoad runs the steady load and, at 30% of it, a burst of slow
-// jobs; once the victim is seen running some, it is killed and the jobs
-// stream's leader is cut off the network; at 50% (no sooner than 10 s
-// later, no later than 30 s) both are restored while the load goes on.
+// faultsUnderLoad runs a steady load through every fault Kubernetes and a
+// network bring to a deployment, one after the other, each while the load
+// goes on, and measures how long the replicas attached to healthy servers
+// go without a good answer (stalls):
+//  1. a crewd killed (SIGKILL) while it runs slow jobs, and the jobs
+//     stream's leader cut off the network, both restored after 15 s;
+//  2. the nats-server that leads the jobs stream killed (docker kill), and
+//     started again 15 s later;
+//  3. crewd scaled 3 -> 1 -> 3 (two replicas stopped with SIGTERM, as a
+//     scale-down does, then started);
+//  4. a rolling restart of every crewd (stopped with SIGTERM, started,
+//     ready), as a rollout does.
 func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settings, l *load) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer func() { stopLoad(); wg.Wait() }() // on a failure too
-	wg.Go(func() { l.run(loadCtx, set.jobs, set.rate, 16) })
+	var polls *sync.WaitGroup
+	defer func() { // on a failure too
+		stopLoad()
+		wg.Wait()
+		if polls != nil {
+			polls.Wait()
+		}
+	}()
 	at := func() string {
 		return fmt.Sprintf("at %5.1fs (%4d submitted):", time.Since(l.start).Seconds(), l.submitted.Load())
 	}
-	admin := cl.addr(ctx, t, victim, 9090)
-	waitFor(ctx, t, time.Duration(set.jobs/set.rate)*time.Second+time.Minute, "30% of the load submitted", func() (bool, string) {
-		got := l.submitted.Load()
-		return got >= int64(set.jobs*3/10), fmt.Sprintf("%d submitted", got)
+	var known string
+	waitFor(ctx, t, 20*time.Second, "a job to read during the faults", func() (bool, string) {
+		var why string
+		known, why = l.post(ctx, crewds[0], sleepSpec(0))
+		return known != "", why
 	})
+	cl.stalls = &stalls{}
+	polls = cl.stalls.watch(loadCtx, l, crewds, known)
+	wg.Go(func() { l.run(loadCtx, math.MaxInt, set.rate, 16) })
+	waitFor(ctx, t, time.Minute, "5 s of load", func() (bool, string) {
+		return l.submitted.Load() >= int64(5*set.rate), ""
+	})
+
+	// 1. A crewd killed, the stream's leader cut off.
+	admin := cl.addr(ctx, t, victim, 9090)
 	l.burst(ctx, burstJobs, slowSpec)
 	t.Logf("%s submitted %d slow jobs (3 s)", at(), burstJobs)
 	var busy int
@@ -201,21 +231,14 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if err := cl.c.disconnect(ctx, cut); err != nil {
 		t.Fatal(err)
 	}
-	cutAt, cutSeq := time.Now(), l.submitted.Load()
+	cutAt := time.Now()
 	t.Logf("%s killed %s (SIGKILL) while it ran %d jobs; cut %s off the network (crewd replicas connected to it: %v)",
 		at(), victim, busy, cut, on)
-
-	// Restore at half the load, no sooner than 10 s after the cut, and no
-	// later than 30 s after it: a crewd still attached to the cut server
-	// may take no job until the server is back (see the README).
-	waitFor(ctx, t, time.Duration(set.jobs/set.rate)*time.Second+time.Minute, "half the load or 30 s of cut", func() (bool, string) {
-		since := time.Since(cutAt)
-		return since > 30*time.Second || since > 10*time.Second && l.submitted.Load() >= int64(set.jobs/2), ""
-	})
-	t.Logf("%s %d jobs submitted in the %.0f s of the cut", at(), l.submitted.Load()-cutSeq, time.Since(cutAt).Seconds())
+	sleep(ctx, faultFor)
 	if err := cl.c.connect(ctx, cut); err != nil {
 		t.Fatal(err)
 	}
+	cl.fault(t, "network cut of "+cut, append([]string{victim}, on...), cutAt, time.Now())
 	cl.monitor[cut] = cl.addr(ctx, t, cut, 8222) // published anew when back
 	startedAt := time.Now()
 	if err := cl.c.start(ctx, victim); err != nil {
@@ -235,21 +258,96 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		}
 		t.Logf("%s's lines since it was started again:\n%s", victim, strings.Join(why[:min(len(why), 30)], "\n"))
 	}
+	leader := waitStreams(ctx, t, cl.client, cl.monitor, 90*time.Second)
 
+	// 2. The stream's leader killed.
+	on = cl.attached(ctx, leader)
+	if err := cl.c.kill(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	killAt := time.Now()
+	t.Logf("%s killed %s, the jobs stream's leader (crewd replicas connected to it: %v)", at(), leader, on)
+	sleep(ctx, faultFor)
+	cl.fault(t, "kill of "+leader, on, killAt, time.Now())
+	if err := cl.c.start(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.containers(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	cl.monitor[leader] = cl.addr(ctx, t, leader, 8222)
+	t.Logf("%s %s started again", at(), leader)
+	waitStreams(ctx, t, cl.client, cl.monitor, 90*time.Second)
+
+	// 3. Scaled down to one replica and up again, with SIGTERM.
+	for _, r := range crewds[1:] {
+		cl.reps.setDown(r)
+		if err := cl.c.stop(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s scaled down to %s (the others stopped with SIGTERM)", at(), crewds[0])
+	sleep(ctx, faultFor/3)
+	for _, r := range crewds[1:] {
+		if err := cl.c.start(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		cl.waitReady(ctx, t, r)
+	}
+	t.Logf("%s scaled up to three again", at())
+
+	// 4. A rolling restart.
+	for _, r := range crewds {
+		cl.reps.setDown(r)
+		if err := cl.c.stop(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.c.start(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		cl.waitReady(ctx, t, r)
+	}
+	t.Logf("%s rolling restart of every crewd done", at())
+
+	stopLoad()
 	wg.Wait()
 	t.Logf("submitted %d + %d slow jobs in %.1fs: %d accepted (202), %d of them by a second replica; refused: %v",
-		set.jobs, burstJobs, time.Since(l.start).Seconds(), len(l.accepted), l.retried, l.refused)
-	if len(l.accepted) < set.jobs/2 {
-		t.Errorf("only %d of %d jobs accepted: the cluster should take most of them through the faults", len(l.accepted), set.jobs)
+		l.submitted.Load()-burstJobs, burstJobs, time.Since(l.start).Seconds(), len(l.accepted), l.retried, l.refused)
+	if int64(len(l.accepted)) < l.submitted.Load()/2 {
+		t.Errorf("only %d of %d jobs accepted: the cluster should take most of them through the faults", len(l.accepted), l.submitted.Load())
 	}
 }
 
-// attached names the crewd replicas connected to a nats-server, or says
-// why it cannot.
-func (cl *cluster) attached(ctx context.Context, server string) string {
+// faultFor is how long a NATS server stays cut off or killed, and three
+// times how long crewd stays scaled down.
+const faultFor = 15 * time.Second
+
+// fault measures the stalls of one fault's window and fails the test if a
+// replica not excluded stalled longer than maxStall.
+func (cl *cluster) fault(t *testing.T, what string, excluded []string, from, to time.Time) {
+	t.Helper()
+	worst, line := cl.stalls.report(crewds, excluded, from, to)
+	cl.worst = max(cl.worst, worst)
+	t.Logf("%s for %.0fs: longest stall without a good answer:%s", what, to.Sub(from).Seconds(), line)
+	if worst > maxStall {
+		t.Errorf("%s: a replica attached to a healthy server stalled %.1fs, more than %v", what, worst.Seconds(), maxStall)
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// attached names the crewd replicas connected to a nats-server; all of
+// them when it cannot tell.
+func (cl *cluster) attached(ctx context.Context, server string) []string {
 	ips, err := clientIPs(ctx, cl.client, cl.monitor[server], "crewd")
 	if err != nil {
-		return err.Error()
+		return slices.Clone(crewds)
 	}
 	var names []string
 	for _, n := range crewds {
@@ -258,7 +356,7 @@ func (cl *cluster) attached(ctx context.Context, server string) string {
 			names = append(names, n)
 		}
 	}
-	return fmt.Sprint(names)
+	return names
 }
 
 // restarts is how often Docker restarted a service's container after it
@@ -295,7 +393,7 @@ func (cl *cluster) tail(ctx context.Context, t *testing.T, l *load) {
 
 // allSucceed waits until every accepted job has succeeded, and counts the
 // jobs run more than once when the records show attempts.
-func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l *load) {
+func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l *load) (succeeded, again int) {
 	t0 := time.Now()
 	awaitCtx, stop := context.WithTimeout(ctx, set.settle)
 	out := l.await(awaitCtx, 16)
@@ -319,7 +417,8 @@ func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l
 	}
 
 	// At-least-once: the jobs the victim was running ran again elsewhere.
-	again, shown := 0, false
+	shown := false
+	succeeded = len(l.accepted) - len(out.pending)
 	for _, r := range out.records {
 		n := r.attempts()
 		shown = shown || n > 0
@@ -335,6 +434,7 @@ func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l
 	default:
 		t.Logf("jobs run more than once (attempts > 1): %d of %d", again, len(out.records))
 	}
+	return succeeded, again
 }
 
 // caughtUp waits until the cut server is a current follower again (every

@@ -127,6 +127,13 @@ func (c *compose) kill(ctx context.Context, service string) error {
 	return err
 }
 
+// stop stops a service's container as Kubernetes stops a pod: SIGTERM,
+// then SIGKILL after the grace period.
+func (c *compose) stop(ctx context.Context, service string) error {
+	_, err := c.docker(ctx, "stop", "-t", "15", c.ids[service])
+	return err
+}
+
 // start starts a service's stopped container again (what "compose start"
 // does).
 func (c *compose) start(ctx context.Context, service string) error {

@@ -42,7 +42,7 @@ type durable struct {
 // pingInterval and maxPingsOut detect a shared NATS server that stopped
 // answering (cut off the network) in about pingInterval*(maxPingsOut+1).
 const (
-	pingInterval = 5 * time.Second
+	pingInterval = 2 * time.Second
 	maxPingsOut  = 2
 )
 
@@ -89,8 +89,8 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	} else {
 		opts = append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(-1),
 			// A server cut off the network sends nothing, not even a
-			// close: without an answer to two pings 5 s apart the
-			// connection counts as lost (within about 15 s) and is made
+			// close: without an answer to two pings 2 s apart the
+			// connection counts as lost (within about 6 s) and is made
 			// again to another server of the list; /readyz fails meanwhile.
 			nats.PingInterval(pingInterval), nats.MaxPingsOutstanding(maxPingsOut),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
