@@ -22,7 +22,6 @@ import (
 var (
 	crewds  = []string{"crewd1", "crewd2", "crewd3"}
 	natses  = []string{"nats1", "nats2", "nats3"}
-	victim  = "crewd2" // the crewd that is killed
 	stream  = "jobs"
 	durable = "crewd"
 )
@@ -212,6 +211,7 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	})
 
 	// 1. A crewd killed, the stream's leader cut off.
+	cut, victim := cl.pickFaults(ctx, t)
 	admin := cl.addr(ctx, t, victim, 9090)
 	l.burst(ctx, burstJobs, slowSpec)
 	t.Logf("%s submitted %d slow jobs (3 s)", at(), burstJobs)
@@ -226,7 +226,6 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if err := cl.c.kill(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	cut := cl.leader // the jobs stream's leader: the hardest server to lose
 	on := cl.attached(ctx, cut)
 	if err := cl.c.disconnect(ctx, cut); err != nil {
 		t.Fatal(err)
@@ -272,9 +271,6 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if err := cl.c.start(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.c.containers(ctx, leader); err != nil {
-		t.Fatal(err)
-	}
 	cl.monitor[leader] = cl.addr(ctx, t, leader, 8222)
 	t.Logf("%s %s started again", at(), leader)
 	waitStreams(ctx, t, cl.client, cl.monitor, 90*time.Second)
@@ -316,6 +312,38 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if int64(len(l.accepted)) < l.submitted.Load()/2 {
 		t.Errorf("only %d of %d jobs accepted: the cluster should take most of them through the faults", len(l.accepted), l.submitted.Load())
 	}
+}
+
+// pickFaults chooses the server to cut off and the crewd to kill: the
+// jobs stream's leader, the hardest server to lose, and a crewd attached
+// to it, unless that would leave no live replica on a healthy server to
+// measure (every crewd attached to the leader: then the server with the
+// fewest crewds is cut instead, and said).
+func (cl *cluster) pickFaults(ctx context.Context, t *testing.T) (cut, victim string) {
+	cut = cl.leader
+	on := cl.attached(ctx, cut)
+	if len(on) == len(crewds) {
+		for _, n := range natses {
+			if o := cl.attached(ctx, n); len(o) < len(on) {
+				cut, on = n, o
+			}
+		}
+		t.Logf("every crewd is attached to %s, the stream's leader: %s, with %v, is cut instead", cl.leader, cut, on)
+	}
+	victim = crewds[1]
+	healthy := 0
+	for _, n := range crewds {
+		if !contains(on, n) {
+			healthy++
+		}
+	}
+	switch {
+	case len(on) > 0:
+		victim = on[0] // excluded from the measure either way
+	case healthy < 2:
+		t.Fatalf("placement %v on %s: no replica would be left to measure", on, cut)
+	}
+	return cut, victim
 }
 
 // faultFor is how long a NATS server stays cut off or killed, and three
@@ -430,7 +458,7 @@ func (cl *cluster) allSucceed(ctx context.Context, t *testing.T, set settings, l
 	case !shown:
 		t.Logf("the job records show no attempt count: jobs run twice not counted")
 	case again == 0:
-		t.Errorf("no job record shows a second attempt, yet %s was killed while running jobs", victim)
+		t.Errorf("no job record shows a second attempt, yet a crewd was killed while running jobs")
 	default:
 		t.Logf("jobs run more than once (attempts > 1): %d of %d", again, len(out.records))
 	}

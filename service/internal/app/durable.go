@@ -164,15 +164,24 @@ func (d *durable) run() {
 }
 
 // ready says why jobs cannot be taken now, for /readyz: the connection is
-// down, or the store cannot be reached through it (a stream without a
-// leader, a server cut off from the others), so that the Service sends
-// requests to replicas that can reach the store.
+// down, or the store has not been reachable through it for storeGrace (a
+// server cut off from the others and not yet left, JetStream down), so
+// that the Service sends requests to replicas that can reach the store. A
+// shorter outage is a stream electing its leader, which every replica sees
+// at once: failing them all would only turn 503s into refused connections.
 func (d *durable) ready() error {
 	if st := d.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection %v", st)
 	}
-	return d.runner.StoreErr()
+	if since, err := d.runner.StoreDown(); err != nil && time.Since(since) >= storeGrace {
+		return fmt.Errorf("job store unavailable for %v: %w", time.Since(since).Round(time.Second), err)
+	}
+	return nil
 }
+
+// storeGrace is how long the store may be out before /readyz fails: more
+// than a stream's leader election (JetStream waits 4 to 9 s).
+const storeGrace = 10 * time.Second
 
 // storeMetrics exports the store's availability as /readyz sees it, and
 // the jobs handed back for an outage (natsjs_messages_total{outcome=
@@ -197,7 +206,7 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	up := 1.0
-	if c.r.StoreErr() != nil {
+	if _, err := c.r.StoreDown(); err != nil {
 		up = 0
 	}
 	ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, up)

@@ -142,9 +142,16 @@ func (r *JetStreamRunner) WatchStore(ctx context.Context) {
 	}
 }
 
-// StoreErr is nil while the store is available, else why it is not: for
-// /readyz.
-func (r *JetStreamRunner) StoreErr() error { return r.health.Err() }
+// StoreDown says since when the store has been out, and why; the zero
+// time and nil while it is available.
+func (r *JetStreamRunner) StoreDown() (time.Time, error) {
+	if !r.health.down.Load() {
+		return time.Time{}, nil
+	}
+	r.health.mu.Lock()
+	defer r.health.mu.Unlock()
+	return r.health.since, r.health.err
+}
 
 // StoreHandBacks counts the jobs handed back, without costing an attempt,
 // because the store could not be reached.

@@ -100,7 +100,7 @@ func TestStoreOutageCostsNoAttempt(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the hand-back took %v: the store's timeout is 500ms", d)
 	}
-	if r.StoreErr() == nil {
+	if _, err := r.StoreDown(); err == nil {
 		t.Fatal("the runner did not notice the outage")
 	}
 	start = time.Now()
@@ -115,7 +115,7 @@ func TestStoreOutageCostsNoAttempt(t *testing.T) {
 	o.up(t)
 	waitStore(t, r)
 	r.HandleProbe(nil) // the probe's success marks the store up
-	if err := r.StoreErr(); err != nil {
+	if _, err := r.StoreDown(); err != nil {
 		t.Fatalf("store still down after a good probe: %v", err)
 	}
 	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, body); err != nil {
@@ -152,7 +152,7 @@ func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
 	o.down(t)
 	// The run ends while the store is out: its end is retried.
 	deadline := time.Now().Add(10 * time.Second)
-	for r.StoreErr() == nil {
+	for _, err := r.StoreDown(); err == nil; _, err = r.StoreDown() {
 		if time.Now().After(deadline) {
 			t.Fatal("the end of the run never met the outage")
 		}
