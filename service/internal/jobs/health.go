@@ -124,7 +124,7 @@ func (r *JetStreamRunner) Probe(ctx context.Context) error {
 }
 
 // WatchStore probes the store every ProbeInterval until ctx ends, so that
-// StoreErr follows the store's availability even when no job comes.
+// StoreDown follows the store's availability even when no job comes.
 func (r *JetStreamRunner) WatchStore(ctx context.Context) {
 	t := time.NewTicker(ProbeInterval)
 	defer t.Stop()
