@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The scale-out proof (clustertest/): builds the images, brings the compose
 # file up under a project of its own, drives background jobs over the
-# three crewd replicas while one crewd is killed and one nats-server is cut
-# off its network, restores both, checks that every job answered 202
-# succeeded, and tears everything down ("down -v"), on a failure too.
-# Fails, never skips, when a Docker engine answers; says so and exits 0
-# only when there is none. Knobs: CLUSTER_JOBS (1000), CLUSTER_RATE (50
+# three crewd replicas through a crewd killed with the jobs stream's leader
+# cut off its network, the next leader killed, a scale-down to one crewd
+# and back, and a rolling restart; checks that every job answered 202
+# succeeded and that replicas on healthy servers stalled at most 5 s, and
+# tears everything down ("down -v"), on a failure too. About two minutes
+# plus the images' build. Fails, never skips, when a Docker engine answers;
+# says so and exits 0 only when there is none. Knobs: CLUSTER_RATE (50
 # jobs/s), CLUSTER_SETTLE (2m).
 set -euo pipefail
 cd "$(dirname "$0")"

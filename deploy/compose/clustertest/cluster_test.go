@@ -26,19 +26,19 @@ var (
 	durable = "crewd"
 )
 
-// settings are the test's knobs, from the environment:
-// CLUSTER_JOBS (1000), CLUSTER_RATE (jobs/s, 50), CLUSTER_SETTLE (how long
+// settings are the test's knobs, from the environment (the load runs
+// until the faults are done): CLUSTER_RATE (jobs/s, 50), CLUSTER_SETTLE (how long
 // after the last submission every job must have succeeded, 2m), and
 // CLUSTER_CREWD_IMAGE (run this crewd image as it is instead of building
 // one from the tree: how the test is shown to fail on a broken crewd).
 type settings struct {
-	jobs, rate int
+	rate       int
 	settle     time.Duration
 	crewdImage string // "" = build crewd:clustertest
 }
 
 func readSettings(t *testing.T) settings {
-	s := settings{jobs: 1000, rate: 50, settle: 2 * time.Minute}
+	s := settings{rate: 50, settle: 2 * time.Minute}
 	num := func(name string, p *int) {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -48,7 +48,6 @@ func readSettings(t *testing.T) settings {
 			*p = n
 		}
 	}
-	num("CLUSTER_JOBS", &s.jobs)
 	num("CLUSTER_RATE", &s.rate)
 	if v := os.Getenv("CLUSTER_SETTLE"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -1,12 +1,18 @@
 // Package clustertest proves crewd's scale-out in containers. TestCluster
 // brings up the compose file next to it (three nats-servers as one
 // JetStream cluster with crewd's stream and bucket on all three, three
-// crewd replicas), submits a thousand background jobs over the replicas,
-// kills one crewd (SIGKILL) while it runs jobs and cuts the jobs stream's
-// leader off its network mid-load, restores both, and requires every job
-// answered 202 to reach "succeeded", read from any replica.
+// crewd replicas) and, under a steady load of background jobs spread over
+// the replicas, brings every fault Kubernetes and a network bring, one
+// after the other: a crewd killed (SIGKILL) while it runs jobs with the
+// jobs stream's leader cut off the network, the new leader killed (docker
+// kill), crewd scaled 3 -> 1 -> 3 with SIGTERM, and a rolling restart of
+// every crewd. It requires every job answered 202 to reach "succeeded",
+// read from any replica, and the replicas attached to healthy servers to
+// answer a read at least every 5 s through each NATS fault; it prints
+// accepted, succeeded, jobs run twice and the longest stall.
 //
-// The test needs a Docker engine with compose and a minute or two, so it
-// runs only with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh sets
-// it); otherwise it skips. The package has no code of its own.
+// The test needs a Docker engine with compose and about two minutes (plus
+// the images' build), so it runs only with CREW_CLUSTER_TEST=1
+// (deploy/compose/cluster-test.sh sets it); otherwise it skips. The package
+// has no code of its own.
 package clustertest
