@@ -102,6 +102,9 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 				log.Warn("NATS disconnected: jobs are refused (503) until it is back", "error", err)
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+		if cfg.NATSCreds != "" {
+			opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+		}
 		d.nc, err = nats.Connect(cfg.NATSURL, opts...)
 	}
 	if err != nil {

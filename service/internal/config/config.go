@@ -48,6 +48,7 @@ type Config struct {
 	NATSBucket     string        // the key-value bucket of job records
 	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
 	NATSReplicas   int           // replicas of the stream and the bucket when crewd creates them
+	NATSCreds      string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
 	JobMaxAttempts int           // runs of one durable job started before it is given up; 0 for no limit
 }
 
@@ -131,6 +132,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
 	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-records and -job-record-ttl")
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
+	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	num(&c.JobMaxAttempts, "job-max-attempts", "runs of one job (through JetStream) started and interrupted (a crash, a hard stop) before it is failed instead of run again; 0: no limit")
 
@@ -244,6 +246,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-ack-wait %v: want at least 1s", c.NATSAckWait)
 	case c.NATSReplicas < 1 || c.NATSReplicas > 5:
 		return fmt.Errorf("-nats-replicas %d: want 1 to 5", c.NATSReplicas)
+	case c.NATSCreds != "" && (c.Embedded() || !c.Durable()):
+		return fmt.Errorf("-nats-creds %s: for the servers of -nats-url; the embedded server needs none", c.NATSCreds)
 	case c.Embedded() && c.NATSReplicas != 1:
 		return fmt.Errorf("-nats-replicas %d: the embedded server is one server: want 1, or set -nats-url to a JetStream cluster", c.NATSReplicas)
 	case c.JobMaxAttempts < 0:

@@ -104,6 +104,7 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{env: map[string]string{"CREW_NATS_URL": "nats://a:4222", "CREW_NATS_REPLICAS": "6"}, want: "-nats-replicas 6: want 1 to 5"},
 		{env: map[string]string{"CREW_NATS_REPLICAS": "three"}, want: "CREW_NATS_REPLICAS"},
 		{args: []string{"-nats-replicas", "3"}, want: "the embedded server is one server"},
+		{args: []string{"-nats-creds", "/x.creds"}, want: "-nats-creds /x.creds: for the servers of -nats-url"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
