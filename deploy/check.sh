@@ -143,7 +143,7 @@ expect_failure "helm: HPA and KEDA both on" 'hpa.enabled and autoscaling.keda.en
 expect_failure "helm: ServiceMonitor and PodMonitor both on" 'serviceMonitor.enabled and monitoring.podMonitor.enabled are both true' \
   helm template crewd "$CHART" --set monitoring.serviceMonitor.enabled=true --set monitoring.podMonitor.enabled=true
 expect_failure "helm: KEDA from zero pods on the prometheus trigger alone" 'minReplicas is 0 without autoscaling.keda.natsJetStream.enabled' \
-  helm template crewd "$CHART" --set autoscaling.hpa.enabled=false --set autoscaling.keda.enabled=true --set autoscaling.keda.minReplicas=0
+  helm template crewd "$CHART" --set autoscaling.hpa.enabled=false --set autoscaling.keda.enabled=true --set autoscaling.keda.minReplicas=0 --set autoscaling.keda.natsJetStream.enabled=false
 expect_failure "helm: grace period 25 with shutdownTimeout 25s" 'terminationGracePeriodSeconds \(25\) must be larger than crewd.shutdownTimeout \(25s\)' \
   helm template crewd "$CHART" --set terminationGracePeriodSeconds=25
 expect_failure "helm: shutdownTimeout not a Go duration" 'crewd.shutdownTimeout = "25" is not a Go duration' \
@@ -152,15 +152,62 @@ expect_failure "helm: shutdownDelay not shorter than shutdownTimeout" 'must be l
   helm template crewd "$CHART" --set crewd.shutdownDelay=25s
 expect_failure "helm: a shared NATS behind a NetworkPolicy with no egress" 'crewd.nats.url is "nats://n:4222" but networkPolicy.egress is empty' \
   helm template crewd "$CHART" --set crewd.nats.url=nats://n:4222
-expect_failure "helm: KEDA's JetStream trigger on the embedded NATS" 'natsJetStream.enabled needs crewd.nats.url' \
-  helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set crewd.nats.url=
+expect_failure "helm: KEDA's JetStream trigger on jobs kept in memory" 'natsJetStream.enabled needs a shared NATS' \
+  helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set crewd.nats.url=off --set crewd.nats.credentialsSecret=
+expect_failure "helm: KEDA's JetStream trigger on an existing NATS without its monitoring endpoint" 'natsServerMonitoringEndpoint is empty with crewd.nats.url' \
+  helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set autoscaling.keda.natsJetStream.natsServerMonitoringEndpoint=
+# The 202 promise: every install either shares a JetStream store replicated
+# three ways, or runs one pod on its embedded server with no autoscaler.
+expect_failure "helm: the embedded NATS under an HPA" 'embedded NATS server, one per pod\) with an autoscaler' \
+  helm template crewd "$CHART" --set nats.enabled=false
+expect_failure "helm: the embedded NATS under KEDA" 'embedded NATS server, one per pod\) with an autoscaler' \
+  helm template crewd "$CHART" -f "$CHART/ci/keda-prometheus-values.yaml" --set nats.enabled=false
+expect_failure "helm: the embedded NATS with three replicas" 'replicaCount is 3 with the embedded NATS server' \
+  helm template crewd "$CHART" -f "$CHART/ci/no-autoscaling-values.yaml" --set nats.enabled=false
+expect_failure "helm: the bundled cluster with the stream at one replica" 'crewd.nats.replicas is 1 on a shared NATS' \
+  helm template crewd "$CHART" --set crewd.nats.replicas=1
+expect_failure "helm: prod's existing NATS with the stream at two replicas" 'crewd.nats.replicas is 2 on a shared NATS' \
+  helm template crewd "$CHART" -f "$DEPLOY/helm/values-prod.yaml" --set crewd.nats.url=nats://n:4222 --set crewd.nats.replicas=2
+expect_failure "helm: more stream replicas than bundled servers" 'crewd.nats.replicas is 5 but the bundled cluster has 3 servers' \
+  helm template crewd "$CHART" --set crewd.nats.replicas=5
+expect_failure "helm: a bundled cluster of two" 'nats.replicas = 2: want 3 or 5' \
+  helm template crewd "$CHART" --set nats.replicas=2
 expect_failure "helm: KEDA's JetStream trigger on another consumer" 'reads stream "jobs", consumer "other", but crewd pulls from "jobs", "crewd"' \
   helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set autoscaling.keda.natsJetStream.consumer=other
 expect_failure "helm: a stream name crewd refuses" 'crewd.nats.stream = "jobs.x"' \
   helm template crewd "$CHART" --set crewd.nats.stream=jobs.x
 expect_failure "helm: ackWait under a second" 'crewd.nats.ackWait = "500ms": want at least 1s' \
   helm template crewd "$CHART" --set crewd.nats.ackWait=500ms
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on the embedded NATS or another consumer, a bad stream name, a short ack wait: each refused with its message"
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, a short ack wait: each refused with its message"
+
+# Every install the repo ships keeps the 202 promise: either crewd's jobs go
+# to a shared NATS with the stream and bucket created R3 (CREW_NATS_URL set,
+# CREW_NATS_REPLICAS=3), or one pod runs on its embedded server with no
+# autoscaler (no CREW_NATS_URL, replicas 1, no HPA or ScaledObject).
+promise_check() {
+  docs "$1" | jq -s -r '
+    (map(select(.kind == "Deployment" and .metadata.name == "crewd")) | first) as $d
+    | ($d.spec.template.spec.containers[] | select(.name == "crewd") | .env // [] | map({(.name): .value}) | add // {}) as $env
+    | (map(select(.kind == "HorizontalPodAutoscaler" or .kind == "ScaledObject")) | length) as $autoscalers
+    | if ($env.CREW_NATS_URL // "") == "" then
+        (if $autoscalers == 0 and ($d.spec.replicas // 0) == 1 then "ok embedded NATS, one replica, no autoscaler"
+         else "FAIL embedded NATS with \($autoscalers) autoscaler(s) and replicas \($d.spec.replicas // "set by an autoscaler")" end)
+      elif $env.CREW_NATS_URL == "off" then
+        (if $autoscalers == 0 and ($d.spec.replicas // 0) == 1 then "ok jobs in memory, one replica" else "FAIL jobs in memory on several pods" end)
+      elif ($env.CREW_NATS_REPLICAS // "1") == "3" then "ok shared NATS \($env.CREW_NATS_URL), stream and bucket R3"
+      else "FAIL shared NATS \($env.CREW_NATS_URL) with CREW_NATS_REPLICAS \($env.CREW_NATS_REPLICAS // "unset (1)")" end'
+}
+n=0
+for f in "$R"/*.yaml; do
+  out=$(promise_check "$f")
+  grep -q '^ok' <<<"$out" || { printf '%s\n' "$out" >&2; die "the 202 promise: $(basename "$f")"; }
+  ok "$(basename "$f" .yaml): ${out#ok }"
+  n=$((n + 1))
+done
+out=$(promise_check "$DEPLOY/testdata/unreplicated-store.yaml")
+grep -q '^FAIL' <<<"$out" || die "the 202 promise: testdata/unreplicated-store.yaml must fail"
+ok "rejected: testdata/unreplicated-store.yaml: ${out#FAIL }"
+pass "the 202 promise: all $n renders share an R3 JetStream store or run one pod on the embedded server without an autoscaler; an R1 shared store is rejected"
 
 # ---------------------------------------------------------------------------
 step "3. parity: helm renders = kustomize builds"
@@ -278,7 +325,7 @@ done
 n_keda=$(( $(wc -l <"$EXPRS") - n_dash ))
 # prometheus-adapter: the seriesQuery, and the metricsQuery with its
 # placeholders filled in as the adapter does for a Pods metric.
-yq -r '.rules.custom[] | "adapter seriesQuery\t\(.seriesQuery)", "adapter metricsQuery\t\(.metricsQuery | gsub("\n"; " "))"' \
+yq -r '(.rules.custom[], .rules.external[]) | "adapter seriesQuery\t\(.seriesQuery)", "adapter metricsQuery\t\(.metricsQuery | gsub("\n"; " "))"' \
   "$DEPLOY/prometheus-adapter/values.yaml" |
   sed -e 's/<<\.GroupBy>>/pod/g' -e 's/<<\.LabelMatchers>>/namespace="crewd",pod=~"crewd-a|crewd-b"/g' -e 's/<<\.Series>>/crew_queue_length/g' >>"$EXPRS"
 n_all=$(wc -l <"$EXPRS")

@@ -37,6 +37,29 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 {{- end }}
 
+{{/*
+crewd.natsMode: where the jobs go. "bundled" (the StatefulSet of
+templates/nats.yaml), "external" (crewd.nats.url), "embedded" (a server in
+each pod), or "off" (memory).
+*/}}
+{{- define "crewd.natsMode" -}}
+{{- $url := .Values.crewd.nats.url }}
+{{- if eq $url "off" }}off
+{{- else if $url }}external
+{{- else if .Values.nats.enabled }}bundled
+{{- else }}embedded
+{{- end }}
+{{- end }}
+
+{{- define "crewd.natsName" -}}
+{{- printf "%s-nats" (include "crewd.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "crewd.natsSelectorLabels" -}}
+app.kubernetes.io/name: nats
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
 {{- define "crewd.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
@@ -78,7 +101,31 @@ from the Deployment, so every render runs it.
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true: every pod would be scraped twice and every sum (the KEDA query, the dashboard) doubled. Enable one of them." }}
 {{- end }}
 {{- $n := .Values.crewd.nats }}
-{{- if and $n.url (ne $n.url "off") .Values.networkPolicy.enabled (not .Values.networkPolicy.egress) }}
+{{- $mode := include "crewd.natsMode" . }}
+{{- if eq $mode "embedded" }}
+{{- if or $a.hpa.enabled $a.keda.enabled }}
+{{- fail "nats.enabled is false and crewd.nats.url is empty (the embedded NATS server, one per pod) with an autoscaler: a scale-down deletes a pod with the jobs still queued in its store, and a GET reaches the pod that holds a job only by chance. Use the bundled cluster (nats.enabled=true), an existing NATS (crewd.nats.url), or one replica without autoscaling.hpa/keda." }}
+{{- end }}
+{{- if gt (int .Values.replicaCount) 1 }}
+{{- fail (printf "replicaCount is %d with the embedded NATS server (nats.enabled=false, crewd.nats.url empty): each pod would keep its own jobs, lost with the pod. Use the bundled cluster (nats.enabled=true), an existing NATS (crewd.nats.url), or replicaCount 1." (int .Values.replicaCount)) }}
+{{- end }}
+{{- end }}
+{{- if and (has $mode (list "bundled" "external")) (lt (int $n.replicas) 3) (not $n.allowFewerReplicas) }}
+{{- fail (printf "crewd.nats.replicas is %d on a shared NATS: the jobs stream and the records bucket would be lost with one server's disk, and the 202 with them. Use 3 (or 5), or set crewd.nats.allowFewerReplicas=true for a test cluster." (int $n.replicas)) }}
+{{- end }}
+{{- if or (lt (int $n.replicas) 1) (gt (int $n.replicas) 5) }}
+{{- fail (printf "crewd.nats.replicas = %d: want 1 to 5 (crewd refuses other values)" (int $n.replicas)) }}
+{{- end }}
+{{- if and (eq $mode "bundled") (not (has (int .Values.nats.replicas) (list 3 5))) }}
+{{- fail (printf "nats.replicas = %d: want 3 or 5 (a quorum of a JetStream cluster)" (int .Values.nats.replicas)) }}
+{{- end }}
+{{- if and (eq $mode "bundled") (gt (int $n.replicas) (int .Values.nats.replicas)) }}
+{{- fail (printf "crewd.nats.replicas is %d but the bundled cluster has %d servers (nats.replicas): JetStream cannot place the stream." (int $n.replicas) (int .Values.nats.replicas)) }}
+{{- end }}
+{{- if and $n.credentialsSecret (ne $mode "external") }}
+{{- fail "crewd.nats.credentialsSecret is for an existing NATS (crewd.nats.url): the bundled cluster and the embedded server need none." }}
+{{- end }}
+{{- if and (eq $mode "external") .Values.networkPolicy.enabled (not .Values.networkPolicy.egress) }}
 {{- fail (printf "crewd.nats.url is %q but networkPolicy.egress is empty: the NetworkPolicy would deny crewd every connection, to NATS and to DNS. Add egress rules for both (see values-prod.yaml), or disable networkPolicy." $n.url) }}
 {{- end }}
 {{- range $k := list "stream" "consumer" "bucket" }}
@@ -90,8 +137,11 @@ from the Deployment, so every render runs it.
 {{- fail (printf "crewd.nats.ackWait = %q: want at least 1s (crewd refuses less)" (toString $n.ackWait)) }}
 {{- end }}
 {{- if and $a.keda.enabled $a.keda.natsJetStream.enabled }}
-{{- if or (not $n.url) (eq $n.url "off") }}
-{{- fail "autoscaling.keda.natsJetStream.enabled needs crewd.nats.url: with the embedded NATS server each pod's jobs are in the pod itself, where KEDA cannot read a lag, and a pod scaled to zero takes its jobs with it." }}
+{{- if not (has $mode (list "bundled" "external")) }}
+{{- fail "autoscaling.keda.natsJetStream.enabled needs a shared NATS (the bundled cluster or crewd.nats.url): with the embedded NATS server each pod's jobs are in the pod itself, where KEDA cannot read a lag, and a pod scaled to zero takes its jobs with it." }}
+{{- end }}
+{{- if and (eq $mode "external") (not $a.keda.natsJetStream.natsServerMonitoringEndpoint) }}
+{{- fail "autoscaling.keda.natsJetStream.natsServerMonitoringEndpoint is empty with crewd.nats.url: say where KEDA reads your NATS's monitoring port (host:8222)." }}
 {{- end }}
 {{- if or (ne $a.keda.natsJetStream.stream $n.stream) (ne $a.keda.natsJetStream.consumer $n.consumer) }}
 {{- fail (printf "autoscaling.keda.natsJetStream reads stream %q, consumer %q, but crewd pulls from %q, %q (crewd.nats.stream, crewd.nats.consumer): KEDA would scale on another consumer's lag." $a.keda.natsJetStream.stream $a.keda.natsJetStream.consumer $n.stream $n.consumer) }}
@@ -126,12 +176,23 @@ from the Deployment, so every render runs it.
 {{- end }}
 {{- end }}
 
-{{/* The backlog query KEDA's prometheus trigger reads. */}}
+{{/*
+The backlog query KEDA's prometheus trigger reads: what waits anywhere, the
+pool's queue and blocked submitters over every pod plus the jobs waiting in
+the stream (the consumer's pending and ack-pending, natsjs_consumer_lag),
+taken once per stream: every pod reports the same lag.
+*/}}
 {{- define "crewd.backlogQuery" -}}
 {{- if .Values.autoscaling.keda.prometheus.query }}
 {{- .Values.autoscaling.keda.prometheus.query }}
 {{- else }}
-{{- $sel := printf "namespace=%q,pool=\"crewd\"" .Release.Namespace }}
-{{- printf "sum(crew_queue_length{%s}) + sum(crew_submitters_waiting{%s})" $sel $sel }}
+{{- $ns := printf "namespace=%q" .Release.Namespace }}
+{{- $sel := printf "%s,pool=\"crewd\"" $ns }}
+{{- printf "sum(crew_queue_length{%s}) + sum(crew_submitters_waiting{%s}) + (sum(max by (stream, consumer) (natsjs_consumer_lag{%s,consumer=%q})) or vector(0))" $sel $sel $ns .Values.crewd.nats.consumer }}
 {{- end }}
+{{- end }}
+
+{{/* Where KEDA's nats-jetstream trigger reads the lag. */}}
+{{- define "crewd.natsMonitoringEndpoint" -}}
+{{- .Values.autoscaling.keda.natsJetStream.natsServerMonitoringEndpoint | default (printf "%s-headless.%s.svc.cluster.local:8222" (include "crewd.natsName" .) .Release.Namespace) }}
 {{- end }}
