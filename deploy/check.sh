@@ -170,15 +170,19 @@ expect_failure "helm: prod's existing NATS with the stream at two replicas" 'cre
   helm template crewd "$CHART" -f "$DEPLOY/helm/values-prod.yaml" --set crewd.nats.url=nats://n:4222 --set crewd.nats.replicas=2
 expect_failure "helm: more stream replicas than bundled servers" 'crewd.nats.replicas is 5 but the bundled cluster has 3 servers' \
   helm template crewd "$CHART" --set crewd.nats.replicas=5
-expect_failure "helm: a bundled cluster of two" 'nats.replicas = 2: want 3 or 5' \
+expect_failure "helm: a bundled cluster of two" 'nats/replicas.: value must be one of 3, 5' \
   helm template crewd "$CHART" --set nats.replicas=2
 expect_failure "helm: KEDA's JetStream trigger on another consumer" 'reads stream "jobs", consumer "other", but crewd pulls from "jobs", "crewd"' \
   helm template crewd "$CHART" -f "$CHART/ci/keda-nats-values.yaml" --set autoscaling.keda.natsJetStream.consumer=other
-expect_failure "helm: a stream name crewd refuses" 'crewd.nats.stream = "jobs.x"' \
+expect_failure "helm: a stream name crewd refuses" "crewd/nats/stream.: 'jobs.x' does not match pattern" \
   helm template crewd "$CHART" --set crewd.nats.stream=jobs.x
+expect_failure "helm (values.schema.json): workers that are not a number" "crewd/workers.: 'abc' does not match pattern" \
+  helm template crewd "$CHART" --set crewd.workers=abc
+expect_failure "helm (values.schema.json): an HPA with minReplicas 0" 'autoscaling/minReplicas.: minimum: got 0, want 1' \
+  helm template crewd "$CHART" --set autoscaling.minReplicas=0
 expect_failure "helm: ackWait under a second" 'crewd.nats.ackWait = "500ms": want at least 1s' \
   helm template crewd "$CHART" --set crewd.nats.ackWait=500ms
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, a short ack wait: each refused with its message"
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, workers not a number, an HPA from 0 (the last four by values.schema.json), a short ack wait: each refused with its message"
 
 # Every install the repo ships keeps the 202 promise: either crewd's jobs go
 # to a shared NATS with the stream and bucket created R3 (CREW_NATS_URL set,
