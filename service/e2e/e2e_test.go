@@ -272,6 +272,13 @@ func sigtermUnderLoad(t *testing.T, path, mode string) {
 	if code := c.cmd.ProcessState.ExitCode(); code != 0 || took > deadline+time.Second {
 		t.Fatalf("exit code %d after %v (deadline %v); stderr: %s", code, took, deadline, c.stderr.String())
 	}
+	// What a person at the terminal reads: the pid to stop, and why the
+	// stop takes a moment.
+	for _, want := range []string{fmt.Sprintf("crewd (pid %d)", c.cmd.Process.Pid), "Stop it with Ctrl-C, or kill", "curl -X POST", "/v1/jobs/ID", "terminated: readiness off"} {
+		if !strings.Contains(c.stderr.String(), want) {
+			t.Errorf("stderr lacks %q: %s", want, c.stderr.String())
+		}
+	}
 	if firstNotReady.IsZero() || !firstRefused.IsZero() && !firstNotReady.Before(firstRefused) || !readinessRefused.IsZero() && !firstNotReady.Before(readinessRefused) {
 		t.Fatalf("readiness failed at %v, connections refused from %v: readiness must fail first", firstNotReady, firstRefused)
 	}
@@ -480,7 +487,7 @@ func TestBadStartExitsTwo(t *testing.T) {
 	}{
 		{args: []string{"-workers", "-3"}, code: 2, says: "-workers -3"},
 		{env: "CREW_SHUTDOWN_TIMEOUT=soon", code: 2, says: "CREW_SHUTDOWN_TIMEOUT"},
-		{args: []string{"-http-addr", ln.Addr().String()}, code: 2, says: "address already in use"},
+		{args: []string{"-http-addr", ln.Addr().String()}, code: 2, says: "address already in use (another crewd still running?"},
 		{args: []string{"-nats-url", "localhost:4222"}, code: 2, says: "-nats-url"},
 		{args: []string{"-data-dir", filepath.Join(file, "sub")}, code: 2, says: "-data-dir " + filepath.Join(file, "sub")},
 		{args: []string{"-data-dir", busy}, code: 2, says: "in use by another process"},

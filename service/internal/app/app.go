@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -48,16 +49,26 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		fmt.Fprintf(errOut, "crewd: -http-addr %s: %v\n", cfg.HTTPAddr, err)
+		fmt.Fprintf(errOut, "crewd: -http-addr %s: %v%s\n", cfg.HTTPAddr, err, inUse(err))
 		return ExitConfig
 	}
 	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		httpLn.Close()
-		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v\n", cfg.AdminAddr, err)
+		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v%s\n", cfg.AdminAddr, err, inUse(err))
 		return ExitConfig
 	}
 	return run(cfg, log, httpLn, adminLn, stop, errOut)
+}
+
+// inUse explains an address already in use: most often a crewd still
+// running, orphaned when the go process of a "go run" was killed instead
+// of crewd itself.
+func inUse(err error) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	return " (another crewd still running? Killing the go process of \"go run\" leaves crewd running: find it with \"pgrep -a crewd\", stop it with \"pkill crewd\")"
 }
 
 // reachable is addr as a client on this machine dials it.
@@ -134,10 +145,12 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		})
 		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
-	fmt.Fprintf(errOut, "crewd: API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
+	fmt.Fprintf(errOut, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
-		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n",
-		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where)
+		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n"+
+		"  curl %[1]s/v1/jobs/ID        (ID: the \"id\" the POST answered)\n"+
+		"Stop it with Ctrl-C, or kill %[4]d (with go run, crewd's pid, not go's).\n",
+		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where, os.Getpid())
 
 	// Headers within ReadHeaderTimeout, bodies within the request timeout
 	// (the API sets the read deadline). Headers over
@@ -182,6 +195,10 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		log.Error("job source stopped", "error", err)
 		d.ran <- err // for the stop sequence
 		code = ExitFailed
+	}
+	if sig != nil {
+		fmt.Fprintf(errOut, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
+			sig, cfg.ShutdownDelay, cfg.ShutdownTimeout)
 	}
 	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, d)
 	summary(log, pool, store, d, stopped, code)
