@@ -355,6 +355,15 @@ func (cl *cluster) fault(t *testing.T, what string, excluded []string, from, to 
 	t.Helper()
 	worst, line := cl.stalls.report(crewds, excluded, from, to)
 	cl.worst = max(cl.worst, worst)
+	measured := 0
+	for _, n := range crewds {
+		if !contains(excluded, n) {
+			measured++
+		}
+	}
+	if measured == 0 {
+		line += " (every replica was on the faulty server or down: none measured)"
+	}
 	t.Logf("%s for %.0fs: longest stall without a good answer:%s", what, to.Sub(from).Seconds(), line)
 	if worst > maxStall {
 		t.Errorf("%s: a replica attached to a healthy server stalled %.1fs, more than %v", what, worst.Seconds(), maxStall)
