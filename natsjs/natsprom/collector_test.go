@@ -20,7 +20,20 @@ func TestCollectorExportsStatsAndLag(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	// Before Run: nothing received, the whole stream is lag.
+	// Before Run: nothing received, the whole stream is lag, once the
+	// server has counted the last publish for the consumer (it does so
+	// after the publish's ack: a scrape right after may see one less).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lag, err := src.Lag(context.Background())
+		if err == nil && lag == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lag %d (%v), want 5 within 10 s", lag, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	want := `
 # HELP natsjs_consumer_lag The consumer's lag on the server: messages not yet delivered plus messages delivered and not yet acked.
 # TYPE natsjs_consumer_lag gauge
@@ -35,7 +48,7 @@ natsjs_messages_received_total{consumer="crewd",stream="jobs"} 0
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for src.Stats().Acked < 5 {
 		if time.Now().After(deadline) {
 			t.Fatal("not acked within 10 s")
