@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -282,7 +283,19 @@ func (r *JetStreamRunner) connected() error {
 func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	e, err := r.kv.Get(ctx, id)
+	// Any replica of the bucket answers a read (direct get), but a request
+	// may go to one cut off the network before its route is dropped: each
+	// try gets half the time, and a second goes to whichever answers.
+	var e jetstream.KeyValueEntry
+	var err error
+	for range 2 {
+		tctx, tcancel := context.WithTimeout(ctx, r.storeTimeout/2)
+		e, err = r.kv.Get(tctx, id)
+		tcancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return Record{}, 0, ErrNotFound
 	}
