@@ -2,4 +2,4 @@ module github.com/crew-go/crew
 
 go 1.25
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

@@ -2,8 +2,6 @@ module github.com/crew-go/crew/bench
 
 go 1.26.0
 
-replace github.com/crew-go/crew => ../
-
 require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/crew-go/crew v0.0.0-00010101000000-000000000000

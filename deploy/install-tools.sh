@@ -29,6 +29,8 @@ CRDS=$CACHE/crds
 mkdir -p "$BIN" "$CRDS"
 export GOBIN=$BIN
 export GOFLAGS=-buildvcs=false
+# Tools at their own pinned versions, never the repository's workspace.
+export GOWORK=off
 # Use the Go that is installed; never download another toolchain.
 export GOTOOLCHAIN=local
 

@@ -2,10 +2,8 @@ module github.com/crew-go/crew/natsjs
 
 go 1.26.0
 
-replace github.com/crew-go/crew => ../
-
 require (
-	github.com/crew-go/crew v0.0.0
+	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.24.1

@@ -3,7 +3,7 @@ module github.com/crew-go/crew/prom
 go 1.25.0
 
 require (
-	github.com/crew-go/crew v0.0.0
+	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.70.1
@@ -19,5 +19,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
-
-replace github.com/crew-go/crew => ../

@@ -3,7 +3,7 @@ module github.com/crew-go/crew/service
 go 1.26.0
 
 require (
-	github.com/crew-go/crew v0.0.0
+	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/prom v0.0.0-00010101000000-000000000000
 )
@@ -38,10 +38,4 @@ require (
 	github.com/prometheus/procfs v0.21.1 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
-)
-
-replace (
-	github.com/crew-go/crew => ../
-	github.com/crew-go/crew/natsjs => ../natsjs
-	github.com/crew-go/crew/prom => ../prom
 )

@@ -23,7 +23,7 @@ bin="${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin"
 mkdir -p "$bin"
 if ! [ -x "$bin/nats-server" ] || [ "$("$bin/nats-server" --version 2>/dev/null)" != "nats-server: $NATS_SERVER_VERSION" ]; then
   echo "build-images: go install nats-server $NATS_SERVER_VERSION" >&2
-  CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOBIN="$bin" \
+  CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOWORK=off GOBIN="$bin" \
     go install -trimpath -ldflags '-s -w' "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
 fi
 

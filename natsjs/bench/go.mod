@@ -2,16 +2,11 @@ module github.com/crew-go/crew/natsjs/bench
 
 go 1.26.0
 
-replace (
-	github.com/crew-go/crew => ../../
-	github.com/crew-go/crew/natsjs => ../
-)
-
 require (
 	github.com/ThreeDotsLabs/watermill v1.3.7
 	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
-	github.com/crew-go/crew v0.0.0
-	github.com/crew-go/crew/natsjs v0.0.0
+	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	go.uber.org/goleak v1.3.0
