@@ -9,7 +9,7 @@
 //
 //	natsjs_messages_received_total     counter  messages delivered to the Source
 //	natsjs_messages_redelivered_total  counter  of those, deliveries after the first
-//	natsjs_messages_total{outcome}     counter  acked, naked, termed, handed_back, lease_lost
+//	natsjs_messages_total{outcome}     counter  acked, naked, termed, handed_back, unavailable, lease_lost
 //	natsjs_dead_letters_total          counter  messages published to the dead-letter subject
 //	natsjs_heartbeats_total            counter  lease renewals (InProgress) sent
 //	natsjs_messages_held{state}        gauge    held now: waiting, running
