@@ -84,12 +84,7 @@ func (r *JetStreamRunner) SubmitOnce(ctx context.Context, spec Spec, key string)
 	// retry will ask for the same job.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyedTimeout)
 	defer cancel()
-	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
-	if err != nil {
-		return Record{}, false, err
-	}
-	spec.Timeout = Duration(timeout)
-	body, err := json.Marshal(spec)
+	body, err := spec.Encode(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
 		return Record{}, false, err
 	}
@@ -193,12 +188,7 @@ func (r *PoolRunner) SubmitOnce(ctx context.Context, spec Spec, key string) (Rec
 	if err := CheckKey(key); err != nil {
 		return Record{}, false, err
 	}
-	timeout, err := spec.Validate(r.DefaultTimeout, r.MaxTimeout)
-	if err != nil {
-		return Record{}, false, err
-	}
-	spec.Timeout = Duration(timeout)
-	body, err := json.Marshal(spec)
+	body, err := spec.Encode(r.DefaultTimeout, r.MaxTimeout)
 	if err != nil {
 		return Record{}, false, err
 	}

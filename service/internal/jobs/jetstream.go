@@ -215,14 +215,7 @@ func (r *JetStreamRunner) Consumer() jetstream.Consumer { return r.cons }
 // accepted only once the stream has acknowledged it. The message id is the
 // job's, so that a publish retried by the client library is stored once.
 func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error) {
-	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
-	if err != nil {
-		return Record{}, err
-	}
-	// The timeout travels with the job, so that whichever crewd runs it
-	// applies the one this crewd accepted.
-	spec.Timeout = Duration(timeout)
-	body, err := json.Marshal(spec)
+	body, err := spec.Encode(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
 		return Record{}, err
 	}

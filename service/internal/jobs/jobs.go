@@ -126,6 +126,19 @@ func Factorial(n int) uint64 {
 	return f
 }
 
+// Encode validates spec as Validate does and returns it as the message a
+// job travels in, its timeout written in: whichever crewd runs the job
+// applies the one this crewd accepted, and a retried keyed submit
+// compares the same bytes.
+func (s Spec) Encode(def, max time.Duration) ([]byte, error) {
+	timeout, err := s.Validate(def, max)
+	if err != nil {
+		return nil, err
+	}
+	s.Timeout = Duration(timeout)
+	return json.Marshal(s)
+}
+
 // Validate checks spec against the largest timeout allowed and returns the
 // job's timeout (def when the spec gives none).
 func (s Spec) Validate(def, max time.Duration) (time.Duration, error) {
