@@ -2,6 +2,7 @@ module github.com/crew-go/crew/release
 
 go 1.26.0
 
-require golang.org/x/mod v0.43.0
-
-require go.uber.org/goleak v1.3.0
+require (
+	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.43.0
+)

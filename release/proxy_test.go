@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/release"
+	"golang.org/x/mod/modfile"
 )
 
 // root is the repository's root, from this module's directory.
@@ -20,10 +21,20 @@ const root = ".."
 // readmes hold the lines a user copies.
 var readmes = []string{"README.md", "prom/README.md", "natsjs/README.md", "service/README.md"}
 
-var goGet = regexp.MustCompile(`^go get (github\.com/crew-go/\S+)`)
+var (
+	goGet     = regexp.MustCompile(`^go get (github\.com/crew-go/\S+)`)
+	goInstall = regexp.MustCompile(`^go install (github\.com/crew-go/\S+)@latest`)
+)
 
 // goGetLines are the "go get github.com/crew-go/..." lines of the READMEs.
-func goGetLines(t *testing.T) []string {
+func goGetLines(t *testing.T) []string { return readmeLines(t, goGet) }
+
+// goInstallLines are the packages of the "go install
+// github.com/crew-go/...@latest" lines of the READMEs.
+func goInstallLines(t *testing.T) []string { return readmeLines(t, goInstall) }
+
+// readmeLines are the first submatches of re in the READMEs' lines.
+func readmeLines(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
 	var mods []string
 	for _, r := range readmes {
@@ -33,14 +44,14 @@ func goGetLines(t *testing.T) []string {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			if m := goGet.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+			if m := re.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
 				mods = append(mods, m[1])
 			}
 		}
 		f.Close()
 	}
 	if len(mods) == 0 {
-		t.Fatal("no go get line in the READMEs")
+		t.Fatalf("no line matching %s in the READMEs", re)
 	}
 	return mods
 }
@@ -144,6 +155,19 @@ func TestInstallFromAProxy(t *testing.T) {
 	u.run("go", "mod", "tidy")
 	u.run("go", "build", "./...")
 	t.Logf("the Quick start and natsjs's Use snippet build against crew %s", version)
+
+	// go install pkg@version is a module of its own: -mod=mod does not apply.
+	bin := t.TempDir()
+	u.env = append(u.env, "GOFLAGS=", "GOBIN="+bin)
+	for _, pkg := range goInstallLines(t) {
+		u.run("go", "install", pkg+"@"+version)
+		name := filepath.Join(bin, filepath.Base(pkg))
+		out, err := exec.Command(name, "-h").CombinedOutput()
+		if !strings.Contains(string(out), "Usage") {
+			t.Fatalf("%s -h: %v\n%s", name, err, out)
+		}
+		t.Logf("go install %s@%s: ok, and it runs", pkg, version)
+	}
 }
 
 // TestAGoGetOfAMissingModuleFails: the check above can fail.
@@ -193,7 +217,9 @@ func TestPublishedGoModsCarryNoReplace(t *testing.T) {
 // the oldest Go they support, 1.25, the first whose GOMAXPROCS follows the
 // container's CPU quota and whose testing/synctest is stable (natsjs
 // cannot: its nats-server dependency wants 1.26); the rest, applications
-// and tests, declare the Go CI runs, 1.26.
+// and tests, declare the Go CI runs, 1.26. Every directive is written in
+// the full 1.N.0 form the go command writes since 1.21, so that no tidy
+// rewrites it.
 func TestModulesAreTidy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads every module's dependencies: not with -short")
@@ -210,7 +236,7 @@ func TestModulesAreTidy(t *testing.T) {
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local",
 		"GOPROXY=file://"+proxy+",file://"+downloads+",https://proxy.golang.org",
 		"GONOSUMDB=github.com/crew-go/crew", "GOMODCACHE="+t.TempDir())
-	want := map[string]string{".": "1.25", "prom": "1.25.0", "natsjs": "1.26.0"}
+	want := map[string]string{".": "1.25.0", "prom": "1.25.0", "natsjs": "1.26.0"}
 	for _, m := range append(append([]release.Module{}, release.Modules...), release.Unpublished...) {
 		cmd := exec.Command("go", "mod", "tidy", "-diff")
 		cmd.Dir, cmd.Env = filepath.Join(root, m.Dir), env
@@ -240,4 +266,78 @@ func TestModulesAreTidy(t *testing.T) {
 			t.Errorf("%s/go.mod: want \"go %s\" (the go directive policy, above)", m.Dir, wantGo)
 		}
 	}
+}
+
+// TestRequireBlocks: every go.mod has at most two require blocks, its
+// direct requirements then its indirect ones, as go mod tidy writes a new
+// file (tidy never merges blocks a hand or an older go left apart, so
+// TestModulesAreTidy cannot see them).
+func TestRequireBlocks(t *testing.T) {
+	for _, m := range append(append([]release.Module{}, release.Modules...), release.Unpublished...) {
+		b, err := os.ReadFile(filepath.Join(root, m.Dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := requireBlocks(b); err != nil {
+			t.Errorf("%s/go.mod: %v", m.Dir, err)
+		}
+	}
+	bad := "module x\n\ngo 1.26.0\n\nrequire (\n\ta v1.0.0\n)\n\nrequire (\n\tb v1.0.0 // indirect\n)\n\nrequire (\n\tc v1.0.0\n)\n"
+	if requireBlocks([]byte(bad)) == nil {
+		t.Fatal("three require blocks passed")
+	}
+	mixed := "module x\n\ngo 1.26.0\n\nrequire (\n\ta v1.0.0\n\tb v1.0.0 // indirect\n)\n"
+	if requireBlocks([]byte(mixed)) == nil {
+		t.Fatal("a direct and an indirect requirement in one block passed")
+	}
+}
+
+// requireBlocks says what is wrong with a go.mod's require blocks: more
+// than two, or a block mixing direct and indirect requirements, or the
+// indirect one first.
+func requireBlocks(gomod []byte) error {
+	f, err := modfile.ParseLax("go.mod", gomod, nil)
+	if err != nil {
+		return err
+	}
+	var kinds []bool // per block, in order: indirect?
+	for _, st := range f.Syntax.Stmt {
+		var lines []*modfile.Line
+		switch x := st.(type) {
+		case *modfile.LineBlock:
+			if len(x.Token) == 0 || x.Token[0] != "require" {
+				continue
+			}
+			lines = x.Line
+		case *modfile.Line:
+			if len(x.Token) == 0 || x.Token[0] != "require" {
+				continue
+			}
+			lines = []*modfile.Line{x}
+		default:
+			continue
+		}
+		indirect := func(l *modfile.Line) bool {
+			for _, c := range l.Suffix {
+				if strings.Contains(c.Token, "// indirect") {
+					return true
+				}
+			}
+			return false
+		}
+		first := indirect(lines[0])
+		for _, l := range lines[1:] {
+			if indirect(l) != first {
+				return fmt.Errorf("a require block mixes direct and indirect requirements (at %s)", strings.Join(l.Token, " "))
+			}
+		}
+		kinds = append(kinds, first)
+	}
+	switch {
+	case len(kinds) > 2:
+		return fmt.Errorf("%d require blocks: want at most two, direct then indirect", len(kinds))
+	case len(kinds) == 2 && (kinds[0] || !kinds[1]):
+		return fmt.Errorf("require blocks out of order: want direct then indirect")
+	}
+	return nil
 }
