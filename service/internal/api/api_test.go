@@ -16,6 +16,7 @@ import (
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/memstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -36,7 +37,7 @@ func newFixture(t *testing.T, opts ...crew.Option) *fixture {
 	reg := prometheus.NewRegistry()
 	a := &api.API{
 		Pool:       pool,
-		Jobs:       &jobs.PoolRunner{Pool: pool, Store: jobs.NewStore(100, time.Hour, nil, nil), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+		Jobs:       &memstore.Runner{Pool: pool, Store: memstore.NewStore(100, time.Hour, nil, nil), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
 		MaxNumbers: 1024, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: 2 * time.Second,
 		Metrics: api.NewMetrics(reg),
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jsstore"
+	"github.com/crew-go/crew/service/internal/jobs/memstore"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -111,39 +113,39 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	}
 	// The jobs: through JetStream (the default), or in memory.
 	var (
-		store *jobs.Store
-		d     *durable
+		store *memstore.Store
+		d     *jsstore.Durable
 		where = "memory (lost with the process: -nats-url=off)"
 	)
 	if cfg.Durable() {
-		d, err = startDurable(cfg, log, pool)
+		set := settings(cfg)
+		d, err = jsstore.Start(set, log, pool)
 		if err != nil {
 			_ = pool.Close()
 			httpLn.Close()
 			adminLn.Close()
 			fmt.Fprintf(errOut, "crewd: %v\n", err)
-			var se *startError
-			if errors.As(err, &se) {
-				return se.code
+			if errors.Is(err, jsstore.ErrDataDir) {
+				return ExitConfig
 			}
 			return ExitFailed
 		}
-		a.Jobs, a.Ready, a.Live = d.runner, d.ready, d.live
-		where = d.where(cfg)
-		sourceMetrics, err := natsprom.NewCollector(d.source)
+		a.Jobs, a.Ready, a.Live = d.Runner(), d.Ready, d.Live
+		where = d.Where(set)
+		sourceMetrics, err := natsprom.NewCollector(d.Source())
 		if err != nil {
 			panic(err) // no options: cannot fail
 		}
-		reg.MustRegister(sourceMetrics, d.storeMetrics())
+		reg.MustRegister(sourceMetrics, d.Metrics())
 	} else {
 		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
 		}, []string{"reason"})
 		reg.MustRegister(evicted)
-		store = jobs.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
+		store = memstore.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
 			evicted.WithLabelValues(reason).Add(float64(n))
 		})
-		a.Jobs = &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
+		a.Jobs = &memstore.Runner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
 	fmt.Fprintf(errOut, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
@@ -169,15 +171,15 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(httpLn) }()
 	go func() { served <- admin.Serve(adminLn) }()
-	var sourceEnded <-chan error // nil in memory: never ready
+	var sourceEnded <-chan struct{} // nil in memory: never ready
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
 		"workers", cfg.Workers, "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
 	if d != nil {
-		d.run()
-		sourceEnded = d.ran
-		if d.server != nil && d.server.ClientURL() != "" {
-			started = append(started, "nats", d.server.ClientURL())
+		d.Run()
+		sourceEnded = d.Ended()
+		if u := d.ClientURL(); u != "" {
+			started = append(started, "nats", u)
 		}
 	}
 	log.Info("crewd started", started...)
@@ -189,11 +191,10 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	case err := <-served:
 		log.Error("listener failed", "error", err)
 		code = ExitFailed
-	case err := <-sourceEnded:
+	case <-sourceEnded:
 		// The Source stops only when told to, or when its connection is
 		// closed for good: the jobs cannot run here any more.
-		log.Error("job source stopped", "error", err)
-		d.ran <- err // for the stop sequence
+		log.Error("job source stopped", "error", d.RunErr())
 		code = ExitFailed
 	}
 	if sig != nil {
@@ -219,7 +220,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // last, so that /metrics answers throughout. A second signal cuts it short:
 // the pool stops hard at once (running jobs handed back) and the rest
 // closes.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *durable) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *jsstore.Durable) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -256,7 +257,7 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	if d != nil {
 		// Stop pulling, hand back every job not started; the running ones
 		// end as the pool's mode decides, and are acked or handed back.
-		go func() { sourceStopped <- d.source.Shutdown(ctx) }()
+		go func() { sourceStopped <- d.Source().Shutdown(ctx) }()
 	} else {
 		sourceStopped <- nil
 	}
@@ -282,7 +283,7 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	if d != nil {
 		// The connection and the embedded server outlive the Source and
 		// the pool, whose last acks they carry.
-		d.lag, d.lagErr = d.close(log)
+		d.Close(log)
 	}
 	actx, acancel := context.WithTimeout(context.Background(), time.Second)
 	defer acancel()
@@ -300,11 +301,11 @@ func deadlineOf(ctx context.Context) time.Time {
 // and in memory every job record's state; through JetStream what this
 // process's runs ended in, the jobs left in the stream and the Source's
 // counts.
-func summary(log *slog.Logger, pool *crew.Pool, store *jobs.Store, d *durable, err error, code int) {
+func summary(log *slog.Logger, pool *crew.Pool, store *memstore.Store, d *jsstore.Durable, err error, code int) {
 	s := pool.Stats()
 	args := []any{"exit_code", code, "pool", s}
 	if d != nil {
-		args = append(args, d.summary()...)
+		args = append(args, d.Summary()...)
 	} else {
 		jobCounts := store.Counts()
 		for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.TimedOut, jobs.Canceled, jobs.NotRun} {
@@ -315,6 +316,19 @@ func summary(log *slog.Logger, pool *crew.Pool, store *jobs.Store, d *durable, e
 		args = append(args, "error", err.Error())
 	}
 	log.Info("crewd stopped", args...)
+}
+
+// settings are where cfg sends the jobs.
+func settings(cfg config.Config) jsstore.Settings {
+	return jsstore.Settings{
+		URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
+		Config: jsstore.Config{
+			Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
+			Replicas: cfg.NATSReplicas, Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
+			AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
+			DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+		},
+	}
 }
 
 func adminMux(reg *prometheus.Registry) *http.ServeMux {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/crew-go/crew"
 )
 
 // Runner runs jobs and answers for their records.
@@ -32,11 +30,6 @@ type KeyedRunner interface {
 	// ErrKeyReused. An invalid key is an *InvalidError.
 	SubmitOnce(ctx context.Context, spec Spec, key string) (rec Record, replayed bool, err error)
 }
-
-var (
-	_ KeyedRunner = (*PoolRunner)(nil)
-	_ KeyedRunner = (*JetStreamRunner)(nil)
-)
 
 // Spec is what a client asks for: {"kind":"sleep","duration":"50ms"} or
 // {"kind":"factorial","n":20}, with an optional "timeout".
@@ -76,25 +69,6 @@ const (
 
 // Terminal reports whether s is final.
 func (s State) Terminal() bool { return s != Queued && s != Running }
-
-// stateOf maps a task's state to the job's.
-func stateOf(s crew.State) State {
-	switch s {
-	case crew.Queued:
-		return Queued
-	case crew.Running:
-		return Running
-	case crew.Succeeded:
-		return Succeeded
-	case crew.TimedOut:
-		return TimedOut
-	case crew.Canceled:
-		return Canceled
-	case crew.Dropped:
-		return NotRun
-	}
-	return Failed // failed, panicked
-}
 
 // InvalidError is a job spec the API answers 400 for.
 type InvalidError struct{ Reason string }
@@ -222,7 +196,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // IDLen is the length of a job id: 8 random bytes in lowercase hex.
 const IDLen = 16
 
-func newID() string {
+// NewID makes a job id: IDLen/2 random bytes in lowercase hex.
+func NewID() string {
 	var b [IDLen / 2]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

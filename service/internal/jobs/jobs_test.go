@@ -1,117 +1,18 @@
 package jobs_test
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jobstest"
 )
-
-func newRunner(t *testing.T, records int, ttl time.Duration, evicted map[string]int) (*jobs.PoolRunner, *crew.Pool) {
-	t.Helper()
-	pool, err := crew.New(crew.WithWorkers(1), crew.WithQueueSize(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Close() })
-	store := jobs.NewStore(records, ttl, nil, func(reason string, n int) { evicted[reason] += n })
-	return &jobs.PoolRunner{Pool: pool, Store: store, DefaultTimeout: time.Second, MaxTimeout: time.Minute}, pool
-}
-
-func factorial(n int) jobs.Spec { return jobs.Spec{Kind: "factorial", N: &n} }
-
-func sleep(d time.Duration) jobs.Spec { return jobs.Spec{Kind: "sleep", Duration: jobs.Duration(d)} }
-
-func waitState(t *testing.T, r jobs.Runner, id string, want jobs.State) jobs.Record {
-	t.Helper()
-	synctest.Wait()
-	rec, err := r.Get(context.Background(), id)
-	if err != nil || rec.State != want {
-		t.Fatalf("job %s: %+v (%v), want %s", id, rec, err, want)
-	}
-	return rec
-}
-
-// TestRecordsBoundedByCountAndAge: finished records are evicted, oldest
-// first, past the count and past the TTL, and the evictions are counted by
-// reason; a record of an unfinished job is never evicted, and when only
-// such records are left a new job is refused rather than recorded nowhere.
-func TestRecordsBoundedByCountAndAge(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		evicted := map[string]int{}
-		r, pool := newRunner(t, 3, time.Minute, evicted)
-		var ids []string
-		for n := range 3 {
-			rec, err := r.Submit(context.Background(), factorial(n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, rec.ID)
-		}
-		synctest.Wait()
-		rec, err := r.Submit(context.Background(), factorial(5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Get(context.Background(), ids[0]); !errors.Is(err, jobs.ErrNotFound) || evicted["count"] != 1 {
-			t.Fatalf("oldest finished record kept past the count (evicted %v)", evicted)
-		}
-		waitState(t, r, rec.ID, jobs.Succeeded)
-		time.Sleep(2 * time.Minute)
-		// Three unfinished jobs: the aged records go, these stay.
-		_ = pool.Pause()
-		for range 3 {
-			if _, err := r.Submit(context.Background(), sleep(time.Second)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if evicted["age"] != 3 {
-			t.Fatalf("evicted %v, want 3 by age", evicted)
-		}
-		if _, err := r.Submit(context.Background(), factorial(1)); !errors.Is(err, jobs.ErrRecordsFull) {
-			t.Fatalf("Submit with only unfinished records = %v, want ErrRecordsFull", err)
-		}
-		_ = pool.Resume()
-	})
-}
-
-// TestStatesFollowTheTask: every state a job can reach, including not_run
-// for a job that shutdown dropped from the queue.
-func TestStatesFollowTheTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r, pool := newRunner(t, 100, time.Hour, map[string]int{})
-		long, err := r.Submit(context.Background(), jobs.Spec{Kind: "sleep", Duration: jobs.Duration(50 * time.Second), Timeout: jobs.Duration(55 * time.Second)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		queued, _ := r.Submit(context.Background(), factorial(3))
-		waitState(t, r, long.ID, jobs.Running)
-		waitState(t, r, queued.ID, jobs.Queued)
-		timed, _ := r.Submit(context.Background(), jobs.Spec{Kind: "sleep", Duration: jobs.Duration(time.Minute), Timeout: jobs.Duration(time.Second)})
-		go func() { _ = pool.Shutdown(context.Background(), crew.Soft) }()
-		synctest.Wait()
-		waitState(t, r, queued.ID, jobs.NotRun)
-		waitState(t, r, timed.ID, jobs.NotRun)
-		_ = pool.Close()
-		rec := waitState(t, r, long.ID, jobs.Canceled)
-		if rec.Error == "" {
-			t.Fatalf("cancelled job without an error: %+v", rec)
-		}
-		if _, err := r.Submit(context.Background(), factorial(1)); !errors.Is(err, crew.ErrClosed) {
-			t.Fatalf("Submit after shutdown = %v", err)
-		}
-	})
-}
 
 func TestFactorialFitsUint64(t *testing.T) {
 	if jobs.Factorial(20) != 2432902008176640000 || jobs.Factorial(0) != 1 {
 		t.Fatal("factorial")
 	}
-	if _, err := factorial(21).Validate(time.Second, time.Minute); err == nil {
+	if _, err := jobstest.Factorial(21).Validate(time.Second, time.Minute); err == nil {
 		t.Fatal("21! accepted: it overflows a uint64")
 	}
 }

@@ -1,4 +1,4 @@
-package jobs
+package jsstore
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// JetStreamRunner runs jobs through a JetStream stream, with their records
+// Runner runs jobs through a JetStream stream, with their records
 // in a key-value bucket, so that a job accepted with 202 outlives the
 // process that accepted it. Submit records the job queued, publishes its
 // spec to <stream>.<id> and answers only once the stream has stored it;
@@ -30,7 +31,7 @@ import (
 // its record expires gets a new one when it starts. The bucket holds at
 // most Records records: while it is full a new job is refused with
 // ErrRecordsFull (503), never accepted unrecorded; only expiry makes room.
-type JetStreamRunner struct {
+type Runner struct {
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
 	cons    jetstream.Consumer
@@ -48,11 +49,11 @@ type JetStreamRunner struct {
 	counts                     outcomeCounts
 }
 
-var _ Runner = (*JetStreamRunner)(nil)
+var _ jobs.KeyedRunner = (*Runner)(nil)
 
-// JetStreamConfig names what NewJetStreamRunner finds or creates, and the
+// Config names what New finds or creates, and the
 // settings it creates them with.
-type JetStreamConfig struct {
+type Config struct {
 	Stream, Consumer, Bucket string // "jobs", "crewd", "jobs" in crewd
 
 	Replicas  int           // of the stream and the bucket when created here; 0 is 1
@@ -72,11 +73,11 @@ type JetStreamConfig struct {
 	Log *slog.Logger // may be nil
 }
 
-// DefaultStoreTimeout is JetStreamConfig.StoreTimeout's default: an
+// DefaultStoreTimeout is Config.StoreTimeout's default: an
 // answer slower than this is an outage (a leader lost, a server cut off).
 const DefaultStoreTimeout = 2 * time.Second
 
-// NewJetStreamRunner finds the stream, the consumer and the bucket, or
+// New finds the stream, the consumer and the bucket, or
 // creates those missing with cfg's settings. Existing ones are used as they
 // are, whatever cfg says, so that an operator may create them beforehand;
 // the settings in force are logged, with a warning for a stream or bucket
@@ -84,7 +85,7 @@ const DefaultStoreTimeout = 2 * time.Second
 // operator: it moves the whole store between servers). While the
 // JetStream cluster is forming (no answer, or "temporarily unavailable")
 // the setup is tried again with backoff until ctx ends.
-func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStreamConfig) (*JetStreamRunner, error) {
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, error) {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
@@ -95,7 +96,7 @@ func NewJetStreamRunner(ctx context.Context, js jetstream.JetStream, cfg JetStre
 		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
-	r := &JetStreamRunner{
+	r := &Runner{
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
 		health:         storeHealth{log: cfg.Log},
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
@@ -135,7 +136,7 @@ const MaxReplicas = 5
 
 // setup is one attempt at finding or creating the stream, the consumer
 // and the bucket.
-func (r *JetStreamRunner) setup(ctx context.Context, cfg JetStreamConfig) error {
+func (r *Runner) setup(ctx context.Context, cfg Config) error {
 	js := r.js
 	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
@@ -209,30 +210,30 @@ func findOrCreate[T any](ctx context.Context, create, find func() (T, error), ex
 }
 
 // Consumer is the consumer a natsjs.Source pulls the jobs from.
-func (r *JetStreamRunner) Consumer() jetstream.Consumer { return r.cons }
+func (r *Runner) Consumer() jetstream.Consumer { return r.cons }
 
 // Submit implements Runner: the job is recorded, then published, and
 // accepted only once the stream has acknowledged it. The message id is the
 // job's, so that a publish retried by the client library is stored once.
-func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error) {
+func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
 	body, err := spec.Encode(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
-		return Record{}, err
+		return jobs.Record{}, err
 	}
 	if err := r.connected(); err != nil {
-		return Record{}, err
+		return jobs.Record{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*r.storeTimeout) // a record, then a publish
 	defer cancel()
-	rec := Record{ID: newID(), Kind: spec.Kind, State: Queued, Created: time.Now()}
+	rec := jobs.Record{ID: jobs.NewID(), Kind: spec.Kind, State: jobs.Queued, Created: time.Now()}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return Record{}, err
+		return jobs.Record{}, err
 	}
 	// The record first: a job that runs finds it, and a job that cannot be
 	// recorded is not accepted.
 	if _, err := r.kv.Create(ctx, rec.ID, data); err != nil {
-		return Record{}, storeError(err)
+		return jobs.Record{}, storeError(err)
 	}
 	if _, err := r.js.Publish(ctx, r.subject+rec.ID, body, jetstream.WithMsgID(rec.ID)); err != nil {
 		// Maybe stored after all (the answer lost): then the job runs and
@@ -240,22 +241,22 @@ func (r *JetStreamRunner) Submit(ctx context.Context, spec Spec) (Record, error)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		_ = r.kv.Delete(dctx, rec.ID)
 		cancel()
-		return Record{}, storeError(err)
+		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil
 }
 
 // Get implements Runner, from the bucket: any crewd answers for any job.
-func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
-	if !ValidID(id) {
+func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
 		// Never a key: not one crewd made.
-		return Record{}, ErrNotFound
+		return jobs.Record{}, jobs.ErrNotFound
 	}
 	// Not refused while the store is known to be out: the records'
 	// bucket answers reads from any of its replicas (direct get), so a read
 	// goes on while its stream elects a leader, as writes cannot.
 	if nc := r.js.Conn(); !nc.IsConnected() {
-		return Record{}, fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
+		return jobs.Record{}, fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
 	rec, _, err := r.load(ctx, id)
 	return rec, err
@@ -264,16 +265,16 @@ func (r *JetStreamRunner) Get(ctx context.Context, id string) (Record, error) {
 // connected refuses a write at once, rather than after the store's
 // timeout, while the connection is down or the store is known to be out
 // (storeHealth).
-func (r *JetStreamRunner) connected() error {
+func (r *Runner) connected() error {
 	if nc := r.js.Conn(); !nc.IsConnected() {
-		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
+		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
 	return r.health.Err()
 }
 
 // load reads a record and its revision. Like put and swap, it waits for
 // the store at most StoreTimeout.
-func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, uint64, error) {
+func (r *Runner) load(ctx context.Context, id string) (jobs.Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	// Any replica of the bucket answers a read (direct get), but a request
@@ -290,22 +291,22 @@ func (r *JetStreamRunner) load(ctx context.Context, id string) (Record, uint64, 
 		}
 	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
-		return Record{}, 0, ErrNotFound
+		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
 	if err != nil {
-		return Record{}, 0, storeError(err)
+		return jobs.Record{}, 0, storeError(err)
 	}
-	var rec Record
+	var rec jobs.Record
 	dec := json.NewDecoder(bytes.NewReader(e.Value()))
 	dec.UseNumber() // a factorial's result is a uint64: no float64 on the way
 	if err := dec.Decode(&rec); err != nil {
-		return Record{}, 0, fmt.Errorf("record of job %s: %w", id, err)
+		return jobs.Record{}, 0, fmt.Errorf("record of job %s: %w", id, err)
 	}
 	return rec, e.Revision(), nil
 }
 
 // put writes a record whatever its revision, and returns the new one.
-func (r *JetStreamRunner) put(ctx context.Context, rec Record) (uint64, error) {
+func (r *Runner) put(ctx context.Context, rec jobs.Record) (uint64, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return 0, err
@@ -325,7 +326,7 @@ var errChanged = errors.New("job record changed meanwhile")
 
 // swap writes a record only if it is still at revision rev (0: only if it
 // does not exist), and returns the new revision; errChanged otherwise.
-func (r *JetStreamRunner) swap(ctx context.Context, rec Record, rev uint64) (uint64, error) {
+func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return 0, err
@@ -358,7 +359,7 @@ func storeError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &api) && strings.Contains(api.Description, "maximum messages"):
-		return fmt.Errorf("%w (%v)", ErrRecordsFull, err)
+		return fmt.Errorf("%w (%v)", jobs.ErrRecordsFull, err)
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %v", jobs.ErrUnavailable, err)
 }

@@ -1,4 +1,4 @@
-package jobs
+package jsstore
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/service/internal/jobs"
 )
 
-// storeHealth is what a JetStreamRunner knows of its store's availability.
+// storeHealth is what a Runner knows of its store's availability.
 // An outage met by a job, or two probes in a row that fail, mark the store
 // down, logged once at WARN ("job store unavailable"); a probe or a read
 // that succeeds marks it up again, logged once at INFO. While it is down,
@@ -108,24 +109,24 @@ const (
 // Probe asks the servers that lead the jobs' stream and the records'
 // bucket for their state: both answer only while the store can take and
 // keep a job.
-func (r *JetStreamRunner) Probe(ctx context.Context) error {
+func (r *Runner) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	if nc := r.js.Conn(); !nc.IsConnected() {
-		return fmt.Errorf("%w: NATS connection %v", ErrUnavailable, nc.Status())
+		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
 	if _, err := r.js.Stream(ctx, r.stream); err != nil {
-		return fmt.Errorf("%w: stream %s: %v", ErrUnavailable, r.stream, err)
+		return fmt.Errorf("%w: stream %s: %v", jobs.ErrUnavailable, r.stream, err)
 	}
 	if _, err := r.kv.Status(ctx); err != nil {
-		return fmt.Errorf("%w: records: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: records: %v", jobs.ErrUnavailable, err)
 	}
 	return nil
 }
 
 // WatchStore probes the store every ProbeInterval until ctx ends, so that
 // StoreDown follows the store's availability even when no job comes.
-func (r *JetStreamRunner) WatchStore(ctx context.Context) {
+func (r *Runner) WatchStore(ctx context.Context) {
 	t := time.NewTicker(ProbeInterval)
 	defer t.Stop()
 	for {
@@ -144,7 +145,7 @@ func (r *JetStreamRunner) WatchStore(ctx context.Context) {
 
 // StoreDown says since when the store has been out, and why; the zero
 // time and nil while it is available.
-func (r *JetStreamRunner) StoreDown() (time.Time, error) {
+func (r *Runner) StoreDown() (time.Time, error) {
 	if !r.health.down.Load() {
 		return time.Time{}, nil
 	}
@@ -155,14 +156,14 @@ func (r *JetStreamRunner) StoreDown() (time.Time, error) {
 
 // StoreHandBacks counts the jobs handed back, without costing an attempt,
 // because the store could not be reached.
-func (r *JetStreamRunner) StoreHandBacks() uint64 { return r.health.handbacks.Load() }
+func (r *Runner) StoreHandBacks() uint64 { return r.health.handbacks.Load() }
 
 // unavailable classifies an error of the store met while running a job:
 // an outage (ErrUnavailable) marks the store down and makes the Source hand
 // the job back without counting an attempt; anything else is returned as
 // it is.
-func (r *JetStreamRunner) unavailable(err error) error {
-	if !errors.Is(err, ErrUnavailable) {
+func (r *Runner) unavailable(err error) error {
+	if !errors.Is(err, jobs.ErrUnavailable) {
 		return err
 	}
 	r.health.outage(err)

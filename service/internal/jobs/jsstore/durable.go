@@ -1,4 +1,4 @@
-package app
+package jsstore
 
 import (
 	"context"
@@ -10,23 +10,37 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
-	"github.com/crew-go/crew/service/internal/config"
-	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/crew-go/crew/service/internal/natsd"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// durable is the JetStream path of the jobs: the embedded server (none
-// with -nats-url), the connection, the runner that accepts and records
-// jobs, and the Source that runs them on the pool.
-type durable struct {
+// Settings say where the jobs go: which NATS servers, or the embedded
+// one, and the stream, consumer and bucket (Config).
+type Settings struct {
+	URL     string // the NATS servers (comma-separated); "" for an embedded server
+	Creds   string // a credentials file for URL's servers; "" for none
+	DataDir string // the embedded server's JetStream store
+	Listen  string // where the embedded server also serves clients; "" for in-process only
+	Config
+}
+
+// ErrDataDir wraps a failure of the embedded server to use its data
+// directory: a configuration error, unlike a server that cannot be
+// reached.
+var ErrDataDir = errors.New("embedded NATS server")
+
+// Durable is the JetStream path of the jobs: the embedded server (none
+// with a URL), the connection, the Runner that accepts and records jobs,
+// and the Source that runs them on the pool.
+type Durable struct {
 	server *natsd.Server
 	nc     *nats.Conn
-	runner *jobs.JetStreamRunner
+	runner *Runner
 	source *natsjs.Source
-	ran    chan error // Source.Run's end
+	ran    chan struct{} // closed at Source.Run's end, with runErr
+	runErr error
 
 	// closing is set by close, before crewd closes the connection itself:
 	// any other close is the server's (an -ERR), and for good.
@@ -37,6 +51,7 @@ type durable struct {
 
 	lag    uint64 // jobs left in the stream at the stop
 	lagErr error
+	closed bool
 }
 
 // pingInterval and maxPingsOut detect a shared NATS server that stopped
@@ -50,22 +65,14 @@ const (
 // lookups at start, tried again while a JetStream cluster forms.
 const setupTimeout = 30 * time.Second
 
-// startError is a start that failed, with the exit code it deserves.
-type startError struct {
-	code int
-	err  error
-}
-
-func (e *startError) Error() string { return e.err.Error() }
-
-// startDurable starts the embedded server when -nats-url is empty,
-// connects, finds or creates the stream, consumer and bucket, and makes the
-// Source; Run starts it. A data directory that cannot be used is a start
-// error of the configuration (exit 2); a NATS server that cannot be reached
-// or refuses the setup fails the start (exit 1), so that Kubernetes
-// restarts the pod with backoff.
-func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durable, error) {
-	d := &durable{ran: make(chan error, 1)}
+// Start starts the embedded server when the URL is empty, connects, finds
+// or creates the stream, consumer and bucket, and makes the Source; Run
+// starts it. A data directory that cannot be used is an ErrDataDir (crewd
+// exits 2: a configuration error); a NATS server that cannot be reached or
+// refuses the setup is another error (crewd exits 1, so that Kubernetes
+// restarts the pod with backoff).
+func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
+	d := &Durable{ran: make(chan struct{})}
 	opts := []nats.Option{nats.Name("crewd"),
 		// nats.go does not reconnect after the server closed the connection
 		// with an error (a protocol violation, a control line over 4 KB):
@@ -80,10 +87,10 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 			log.Error("NATS connection closed for good by the server; crewd stops, /healthz fails meanwhile", "error", nc.LastError())
 		})}
 	var err error
-	if cfg.Embedded() {
-		d.server, err = natsd.Start(cfg.DataDir, cfg.NATSListen, log)
+	if set.URL == "" {
+		d.server, err = natsd.Start(set.DataDir, set.Listen, log)
 		if err != nil {
-			return nil, &startError{ExitConfig, fmt.Errorf("-data-dir %s: embedded NATS server: %w", cfg.DataDir, err)}
+			return nil, fmt.Errorf("-data-dir %s: %w: %w", set.DataDir, ErrDataDir, err)
 		}
 		d.nc, err = d.server.Connect(opts...)
 	} else {
@@ -102,18 +109,18 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 				log.Warn("NATS disconnected: jobs are refused (503) until it is back", "error", err)
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
-		if cfg.NATSCreds != "" {
-			opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+		if set.Creds != "" {
+			opts = append(opts, nats.UserCredentials(set.Creds))
 		}
-		d.nc, err = nats.Connect(cfg.NATSURL, opts...)
+		d.nc, err = nats.Connect(set.URL, opts...)
 	}
 	if err != nil {
-		d.close(log)
-		return nil, &startError{ExitFailed, fmt.Errorf("-nats-url %q: %w", cfg.NATSURL, err)}
+		d.Close(log)
+		return nil, fmt.Errorf("-nats-url %q: %w", set.URL, err)
 	}
-	fail := func(err error) (*durable, error) {
-		d.close(log)
-		return nil, &startError{ExitFailed, err}
+	fail := func(err error) (*Durable, error) {
+		d.Close(log)
+		return nil, err
 	}
 	js, err := jetstream.New(d.nc)
 	if err != nil {
@@ -121,13 +128,9 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	d.runner, err = jobs.NewJetStreamRunner(ctx, js, jobs.JetStreamConfig{
-		Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
-		Replicas: cfg.NATSReplicas, Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
-		AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
-		DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
-		Log: log,
-	})
+	cfg := set.Config
+	cfg.Log = log
+	d.runner, err = New(ctx, js, cfg)
 	if err != nil {
 		return fail(fmt.Errorf("jobs on JetStream: %w", err))
 	}
@@ -142,8 +145,8 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 			return fail(err)
 		}
 		if info.NumAckPending > 0 {
-			if _, err := js.ResetConsumer(ctx, cfg.NATSStream, cfg.NATSConsumer); err != nil {
-				return fail(fmt.Errorf("consumer %q: reset: %w", cfg.NATSConsumer, err))
+			if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Consumer); err != nil {
+				return fail(fmt.Errorf("consumer %q: reset: %w", cfg.Consumer, err))
 			}
 			log.Info("jobs delivered before the last stop and not acked are delivered again now", "count", info.NumAckPending)
 		}
@@ -155,9 +158,26 @@ func startDurable(cfg config.Config, log *slog.Logger, pool *crew.Pool) (*durabl
 	return d, nil
 }
 
-// run starts pulling jobs, and probing the store for /readyz.
-func (d *durable) run() {
-	go func() { d.ran <- d.source.Run(context.Background()) }()
+// Runner accepts jobs and answers for their records.
+func (d *Durable) Runner() *Runner { return d.runner }
+
+// Source runs the jobs on the pool.
+func (d *Durable) Source() *natsjs.Source { return d.source }
+
+// ClientURL is where the embedded server serves clients; "" for none.
+func (d *Durable) ClientURL() string {
+	if d.server == nil {
+		return ""
+	}
+	return d.server.ClientURL()
+}
+
+// Run starts pulling jobs, and probing the store for Ready.
+func (d *Durable) Run() {
+	go func() {
+		d.runErr = d.source.Run(context.Background())
+		close(d.ran)
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopWatch, d.watched = cancel, make(chan struct{})
 	go func() {
@@ -166,13 +186,23 @@ func (d *durable) run() {
 	}()
 }
 
-// ready says why jobs cannot be taken now, for /readyz: the connection is
+// Ended is closed when the Source stops: only when told to, or when its
+// connection is closed for good. RunErr then says why.
+func (d *Durable) Ended() <-chan struct{} { return d.ran }
+
+// RunErr is Source.Run's error, once Ended is closed.
+func (d *Durable) RunErr() error {
+	<-d.ran
+	return d.runErr
+}
+
+// Ready says why jobs cannot be taken now, for /readyz: the connection is
 // down, or the store has not been reachable through it for storeGrace (a
 // server cut off from the others and not yet left, JetStream down), so
 // that the Service sends requests to replicas that can reach the store. A
 // shorter outage is a stream electing its leader, which every replica sees
 // at once: failing them all would only turn 503s into refused connections.
-func (d *durable) ready() error {
+func (d *Durable) Ready() error {
 	if st := d.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection %v", st)
 	}
@@ -186,14 +216,14 @@ func (d *durable) ready() error {
 // than a stream's leader election (JetStream waits 4 to 9 s).
 const storeGrace = 10 * time.Second
 
-// storeMetrics exports the store's availability as /readyz sees it, and
+// Metrics exports the store's availability as /readyz sees it, and
 // the jobs handed back for an outage (natsjs_messages_total{outcome=
 // "unavailable"} counts them too, by stream).
-func (d *durable) storeMetrics() prometheus.Collector {
+func (d *Durable) Metrics() prometheus.Collector {
 	return storeCollector{d.runner}
 }
 
-type storeCollector struct{ r *jobs.JetStreamRunner }
+type storeCollector struct{ r *Runner }
 
 var (
 	storeUpDesc = prometheus.NewDesc("crewd_job_store_up",
@@ -216,42 +246,46 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(storeHandBacksDesc, prometheus.CounterValue, float64(c.r.StoreHandBacks()))
 }
 
-// live says why the process is of no more use, for /healthz: its NATS
+// Live says why the process is of no more use, for /healthz: its NATS
 // connection was closed for good (not by crewd's own stop).
-func (d *durable) live() error {
+func (d *Durable) Live() error {
 	if d.nc.IsClosed() && !d.closing.Load() {
 		return fmt.Errorf("NATS connection closed for good: %v", d.nc.LastError())
 	}
 	return nil
 }
 
-// where says where the jobs go, for the start-up lines.
-func (d *durable) where(cfg config.Config) string {
+// Where says where the jobs go, for the start-up lines.
+func (d *Durable) Where(set Settings) string {
 	if d.server == nil {
 		return "NATS " + d.nc.ConnectedUrlRedacted()
 	}
-	s := "the embedded NATS server (store in " + cfg.DataDir
+	s := "the embedded NATS server (store in " + set.DataDir
 	if u := d.server.ClientURL(); u != "" {
 		s += ", clients on " + u
 	}
 	return s + ")"
 }
 
-// close ends what the stop sequence leaves once the Source and the pool
+// Close ends what the stop sequence leaves once the Source and the pool
 // have stopped: the connection (flushed, so that the last acks reach the
-// server), then the embedded server. It returns the consumer's lag, read
-// before: jobs left in the stream for the next crewd.
-func (d *durable) close(log *slog.Logger) (lag uint64, lagErr error) {
-	lagErr = errors.New("no source")
+// server), then the embedded server. It reads the consumer's lag before,
+// for Summary: jobs left in the stream for the next crewd.
+func (d *Durable) Close(log *slog.Logger) {
+	if d.closed {
+		return
+	}
+	d.closed = true
+	lag, lagErr := uint64(0), errors.New("no source")
 	if d.stopWatch != nil {
 		d.stopWatch()
 		<-d.watched
 	}
 	if d.source != nil {
 		select {
-		case err := <-d.ran:
-			if err != nil {
-				log.Warn("shutdown: the job source ended with an error", "error", err)
+		case <-d.ran:
+			if d.runErr != nil {
+				log.Warn("shutdown: the job source ended with an error", "error", d.runErr)
 			}
 		case <-time.After(time.Second):
 			log.Warn("shutdown: the job source is still running; closing its connection")
@@ -268,13 +302,13 @@ func (d *durable) close(log *slog.Logger) (lag uint64, lagErr error) {
 	if d.server != nil {
 		d.server.Shutdown()
 	}
-	return lag, lagErr
+	d.lag, d.lagErr = lag, lagErr
 }
 
-// summary is the durable path's part of the summary line: what this
+// Summary is the durable path's part of the summary line: what this
 // process's runs ended in, the jobs left in the stream, and the Source's
 // counts.
-func (d *durable) summary() []any {
+func (d *Durable) Summary() []any {
 	o := d.runner.Outcomes()
 	s := d.source.Stats()
 	args := []any{

@@ -1,36 +1,37 @@
-package jobs
+package memstore
 
 import (
 	"context"
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/jobs"
 )
 
-// PoolRunner runs jobs as long tasks on a crew pool, with their records in
+// Runner runs jobs as long tasks on a crew pool, with their records in
 // a Store. A job is refused, never queued unseen: a full queue answers
 // crew.ErrQueueFull at once (the API's 503 with Retry-After), a closed pool
 // crew.ErrClosed.
-type PoolRunner struct {
+type Runner struct {
 	Pool           *crew.Pool
 	Store          *Store
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 }
 
-var _ Runner = (*PoolRunner)(nil)
+var _ jobs.KeyedRunner = (*Runner)(nil)
 
 // Submit implements Runner.
-func (r *PoolRunner) Submit(_ context.Context, spec Spec) (Record, error) {
+func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) {
 	timeout, err := spec.Validate(r.DefaultTimeout, r.MaxTimeout)
 	if err != nil {
-		return Record{}, err
+		return jobs.Record{}, err
 	}
-	e := &entry{id: newID(), kind: spec.Kind, created: r.Store.now()}
+	e := &entry{id: jobs.NewID(), kind: spec.Kind, created: r.Store.now()}
 	// The record exists before the task can end, so that every accepted
 	// job has one.
 	if err := r.Store.add(e); err != nil {
-		return Record{}, err
+		return jobs.Record{}, err
 	}
 	t, err := r.Pool.TrySubmit(func(ctx context.Context) error {
 		v, err := spec.Run(ctx)
@@ -43,7 +44,7 @@ func (r *PoolRunner) Submit(_ context.Context, spec Spec) (Record, error) {
 	}, crew.Named("job:"+spec.Kind), crew.Timeout(timeout))
 	if err != nil {
 		r.Store.remove(e.id)
-		return Record{}, err
+		return jobs.Record{}, err
 	}
 	r.Store.mu.Lock()
 	e.task = t
@@ -52,13 +53,13 @@ func (r *PoolRunner) Submit(_ context.Context, spec Spec) (Record, error) {
 }
 
 // Get implements Runner.
-func (r *PoolRunner) Get(_ context.Context, id string) (Record, error) {
-	if !ValidID(id) {
-		return Record{}, ErrNotFound
+func (r *Runner) Get(_ context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, jobs.ErrNotFound
 	}
 	e, ok := r.Store.get(id)
 	if !ok {
-		return Record{}, ErrNotFound
+		return jobs.Record{}, jobs.ErrNotFound
 	}
 	r.Store.mu.Lock()
 	defer r.Store.mu.Unlock()

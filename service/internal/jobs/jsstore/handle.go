@@ -1,4 +1,4 @@
-package jobs
+package jsstore
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/service/internal/jobs"
 )
 
 // errTimedOut ends a job's context at its own timeout, to tell it from the
@@ -27,7 +28,7 @@ var errTimedOut = errors.New("job timed out")
 // job's failure: before the run the job is handed back (natsjs.Unavailable)
 // with no attempt counted; after it, the record of its end is written again
 // while the job's lease holds, rather than run the job again.
-func (r *JetStreamRunner) Handle(ctx context.Context, m *natsjs.Msg) error {
+func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	if md, err := m.Raw().Metadata(); err == nil {
 		published = md.Timestamp
@@ -42,46 +43,46 @@ type delivery struct {
 	published time.Time
 }
 
-func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
+func (r *Runner) handle(ctx context.Context, d delivery) error {
 	id, ok := strings.CutPrefix(d.subject, r.subject)
-	if !ok || !ValidID(id) {
+	if !ok || !jobs.ValidID(id) {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
 	rec, rev, err := r.load(ctx, id)
-	if err == nil || errors.Is(err, ErrNotFound) {
+	if err == nil || errors.Is(err, jobs.ErrNotFound) {
 		r.health.ok()
 	}
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, jobs.ErrNotFound):
 		// Expired while the job waited (or the answer to its publish was
 		// lost and Submit deleted it): the message is the job.
-		rec = Record{ID: id, State: Queued, Created: d.published}
+		rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
 	case err != nil:
 		return r.unavailable(err)
 	case rec.State.Terminal():
 		r.counts.skipped.Add(1)
 		return nil
 	}
-	var spec Spec
+	var spec jobs.Spec
 	dec := json.NewDecoder(bytes.NewReader(d.data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return r.finish(ctx, rec, Failed, nil, "undecodable job: "+err.Error())
+		return r.finish(ctx, rec, jobs.Failed, nil, "undecodable job: "+err.Error())
 	}
 	rec.Kind = spec.Kind
 	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
 	if err != nil {
-		return r.finish(ctx, rec, Failed, nil, err.Error())
+		return r.finish(ctx, rec, jobs.Failed, nil, err.Error())
 	}
 	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
 		// Its runs were all interrupted: a job that kills its process would
 		// otherwise be retried for ever.
-		return r.finish(ctx, rec, Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
+		return r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
-	rec.State, rec.Attempts, rec.Error = Running, rec.Attempts+1, ""
+	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
 	// Only over the record just read: a run of the same job elsewhere (a
 	// redelivery after a lost lease) that ended meanwhile is not undone.
 	rev, err = r.swap(wctx, rec, rev)
@@ -102,7 +103,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 	cancel()
 	switch {
 	case err == nil:
-		return r.finish(ctx, rec, Succeeded, v, "")
+		return r.finish(ctx, rec, jobs.Succeeded, v, "")
 	case ctx.Err() != nil:
 		// Interrupted, not failed: queued again, to run again here or
 		// elsewhere.
@@ -110,7 +111,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 		if why == nil { // a context that keeps no cause (a lost lease)
 			why = ctx.Err()
 		}
-		rec.State, rec.Error = Queued, "interrupted ("+why.Error()+"), to run again"
+		rec.State, rec.Error = jobs.Queued, "interrupted ("+why.Error()+"), to run again"
 		// Unless another run has written it since (the lease lost, the job
 		// redelivered); if this fails, the record says running until the
 		// next run.
@@ -118,9 +119,9 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 		r.counts.requeued.Add(1)
 		return fmt.Errorf("job %s interrupted: %w", id, why)
 	case timedOut:
-		return r.finish(ctx, rec, TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
+		return r.finish(ctx, rec, jobs.TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
 	default:
-		return r.finish(ctx, rec, Failed, nil, err.Error())
+		return r.finish(ctx, rec, jobs.Failed, nil, err.Error())
 	}
 }
 
@@ -129,7 +130,7 @@ func (r *JetStreamRunner) handle(ctx context.Context, d delivery) error {
 // the lease lost): an outage of a few seconds (a leader elected again)
 // costs the job no second run. If the record cannot be written at all the
 // job is handed back and runs again: at-least-once.
-func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, result any, msg string) error {
+func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result any, msg string) error {
 	rec.State, rec.Result, rec.Error = st, result, msg
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -138,7 +139,7 @@ func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, resu
 			r.health.ok()
 			break
 		}
-		if !errors.Is(err, ErrUnavailable) {
+		if !errors.Is(err, jobs.ErrUnavailable) {
 			return err
 		}
 		r.health.outage(err)
@@ -149,9 +150,9 @@ func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, resu
 		}
 	}
 	switch st {
-	case Succeeded:
+	case jobs.Succeeded:
 		r.counts.succeeded.Add(1)
-	case TimedOut:
+	case jobs.TimedOut:
 		r.counts.timedOut.Add(1)
 	default:
 		r.counts.failed.Add(1)
@@ -159,7 +160,7 @@ func (r *JetStreamRunner) finish(ctx context.Context, rec Record, st State, resu
 	return nil
 }
 
-func (r *JetStreamRunner) logWarn(msg string, args ...any) {
+func (r *Runner) logWarn(msg string, args ...any) {
 	if r.log != nil {
 		r.log.Warn(msg, args...)
 	}
@@ -178,7 +179,7 @@ type outcomeCounts struct {
 }
 
 // Outcomes returns the counts so far.
-func (r *JetStreamRunner) Outcomes() Outcomes {
+func (r *Runner) Outcomes() Outcomes {
 	return Outcomes{
 		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
 		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(),

@@ -1,4 +1,4 @@
-package jobs_test
+package jsstore_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jobstest"
+	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,7 +64,7 @@ func (o *outageServer) up(t *testing.T) {
 }
 
 // waitStore probes until the store answers again.
-func waitStore(t *testing.T, r *jobs.JetStreamRunner) {
+func waitStore(t *testing.T, r *jsstore.Runner) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for r.Probe(context.Background()) != nil {
@@ -84,12 +86,12 @@ func TestStoreOutageCostsNoAttempt(t *testing.T) {
 	cfg.StoreTimeout = 500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := jobs.NewJetStreamRunner(ctx, o.js, cfg)
+	r, err := jsstore.New(ctx, o.js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := submit(t, r, factorial(4))
-	body, _ := json.Marshal(factorial(4))
+	rec := submit(t, r, jobstest.Factorial(4))
+	body, _ := json.Marshal(jobstest.Factorial(4))
 
 	o.down(t)
 	start := time.Now()
@@ -104,7 +106,7 @@ func TestStoreOutageCostsNoAttempt(t *testing.T) {
 		t.Fatal("the runner did not notice the outage")
 	}
 	start = time.Now()
-	if _, err := r.Submit(ctx, factorial(5)); !errors.Is(err, jobs.ErrUnavailable) || time.Since(start) > time.Second {
+	if _, err := r.Submit(ctx, jobstest.Factorial(5)); !errors.Is(err, jobs.ErrUnavailable) || time.Since(start) > time.Second {
 		t.Fatalf("Submit during a known outage: %v after %v, want ErrUnavailable at once", err, time.Since(start))
 	}
 	start = time.Now()
@@ -139,11 +141,11 @@ func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
 	cfg := jsConfig()
 	cfg.StoreTimeout = 300 * time.Millisecond
 	ctx := context.Background()
-	r, err := jobs.NewJetStreamRunner(ctx, o.js, cfg)
+	r, err := jsstore.New(ctx, o.js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := sleep(500 * time.Millisecond)
+	job := jobstest.Sleep(500 * time.Millisecond)
 	rec := submit(t, r, job)
 	body, _ := json.Marshal(job)
 	done := make(chan error, 1)

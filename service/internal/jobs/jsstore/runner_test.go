@@ -1,4 +1,4 @@
-package jobs_test
+package jsstore_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jobstest"
+	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 	"github.com/crew-go/crew/service/internal/natsd"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,19 +44,19 @@ func newCluster(t *testing.T) *cluster {
 	return &cluster{srv: srv, nc: nc, js: js}
 }
 
-func jsConfig() jobs.JetStreamConfig {
-	return jobs.JetStreamConfig{
+func jsConfig() jsstore.Config {
+	return jsstore.Config{
 		Stream: "jobs", Consumer: "crewd", Bucket: "jobs",
 		Records: 100, RecordTTL: time.Hour, AckWait: 5 * time.Second,
 		DefaultTimeout: time.Second, MaxTimeout: time.Minute,
 	}
 }
 
-func (c *cluster) runner(t *testing.T, cfg jobs.JetStreamConfig) *jobs.JetStreamRunner {
+func (c *cluster) runner(t *testing.T, cfg jsstore.Config) *jsstore.Runner {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := jobs.NewJetStreamRunner(ctx, c.js, cfg)
+	r, err := jsstore.New(ctx, c.js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func (c *cluster) runner(t *testing.T, cfg jobs.JetStreamConfig) *jobs.JetStream
 }
 
 // consume runs r's jobs on a pool of two workers until the test ends.
-func consume(t *testing.T, r *jobs.JetStreamRunner) *natsjs.Source {
+func consume(t *testing.T, r *jsstore.Runner) *natsjs.Source {
 	t.Helper()
 	pool, err := crew.New(crew.WithWorkers(2))
 	if err != nil {
@@ -123,9 +125,9 @@ func TestJetStreamRunsJobs(t *testing.T) {
 	back := c.runner(t, jsConfig()) // another crewd on the same stream
 	consume(t, back)
 
-	fact := submit(t, front, factorial(20))
+	fact := submit(t, front, jobstest.Factorial(20))
 	slow := submit(t, front, jobs.Spec{Kind: "sleep", Duration: jobs.Duration(time.Minute), Timeout: jobs.Duration(50 * time.Millisecond)})
-	nap := submit(t, front, sleep(10*time.Millisecond))
+	nap := submit(t, front, jobstest.Sleep(10*time.Millisecond))
 
 	rec := eventually(t, front, fact.ID, jobs.Succeeded)
 	if n, ok := rec.Result.(json.Number); !ok || n.String() != "2432902008176640000" || rec.Attempts != 1 || rec.Kind != "factorial" {
@@ -175,16 +177,16 @@ func TestJetStreamSubmitRefuses(t *testing.T) {
 	}
 	var ids []string
 	for n := range 3 {
-		ids = append(ids, submit(t, r, factorial(n)).ID)
+		ids = append(ids, submit(t, r, jobstest.Factorial(n)).ID)
 	}
-	if _, err := r.Submit(context.Background(), factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
+	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
 		t.Fatalf("Submit on a full bucket = %v, want ErrRecordsFull", err)
 	}
 	consume(t, r)
 	for _, id := range ids {
 		eventually(t, r, id, jobs.Succeeded)
 	}
-	if _, err := r.Submit(context.Background(), factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
+	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
 		t.Fatalf("Submit on a full bucket of finished jobs = %v, want ErrRecordsFull until they expire", err)
 	}
 	// Each job's message leaves the stream once acked, just after its
@@ -235,7 +237,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	if got.Attempts != 1 || !strings.Contains(got.Error, "interrupted") {
 		t.Fatalf("interrupted record: %+v", got)
 	}
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(sleep(time.Millisecond))); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(jobstest.Sleep(time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 || got.Error != "" {
@@ -251,7 +253,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	}
 
 	// No record (expired): the message is the job.
-	if err := r.HandleDelivery(ctx, "jobs.00000000000000aa", spec(factorial(5))); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs.00000000000000aa", spec(jobstest.Factorial(5))); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventually(t, r, "00000000000000aa", jobs.Succeeded); got.Kind != "factorial" || got.Result.(json.Number) != "120" || got.Created.IsZero() {
@@ -281,7 +283,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	runCtx, cancel = context.WithCancel(ctx)
 	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
 	eventually(t, r, rec.ID, jobs.Running)
-	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(factorial(3))); err != nil {
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(jobstest.Factorial(3))); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -319,11 +321,11 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 func TestJetStreamUnavailable(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
-	rec := submit(t, r, factorial(3))
+	rec := submit(t, r, jobstest.Factorial(3))
 	c.srv.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := r.Submit(ctx, factorial(3)); !errors.Is(err, jobs.ErrUnavailable) {
+	if _, err := r.Submit(ctx, jobstest.Factorial(3)); !errors.Is(err, jobs.ErrUnavailable) {
 		t.Fatalf("Submit without a server: %v", err)
 	}
 	if _, err := r.Get(ctx, rec.ID); !errors.Is(err, jobs.ErrUnavailable) {
@@ -350,14 +352,14 @@ func TestJetStreamUsesWhatExists(t *testing.T) {
 		t.Fatalf("the bucket made beforehand was changed: %v %+v", err, st)
 	}
 	consume(t, r)
-	eventually(t, r, submit(t, r, factorial(3)).ID, jobs.Succeeded)
+	eventually(t, r, submit(t, r, jobstest.Factorial(3)).ID, jobs.Succeeded)
 }
 
 func TestNewJetStreamRunnerRefusesBadSettings(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
 	cfg.Records = 0
-	if _, err := jobs.NewJetStreamRunner(context.Background(), c.js, cfg); err == nil {
+	if _, err := jsstore.New(context.Background(), c.js, cfg); err == nil {
 		t.Fatal("no records allowed: accepted")
 	}
 }

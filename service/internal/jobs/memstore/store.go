@@ -1,4 +1,4 @@
-package jobs
+package memstore
 
 import (
 	"log/slog"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/service/internal/jobs"
 )
 
 // Store keeps job records in memory, bounded by count and by age. Only
@@ -38,13 +39,13 @@ type entry struct {
 	result any
 }
 
-func (e *entry) record() Record {
-	r := Record{ID: e.id, Kind: e.kind, State: Queued, Created: e.created}
+func (e *entry) record() jobs.Record {
+	r := jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created}
 	if e.task == nil {
 		return r
 	}
 	r.State = stateOf(e.task.State())
-	if r.State == Succeeded {
+	if r.State == jobs.Succeeded {
 		e.mu.Lock()
 		r.Result = e.result
 		e.mu.Unlock()
@@ -78,7 +79,7 @@ func (s *Store) add(e *entry) error {
 		})
 	}
 	if len(s.order) >= s.max {
-		return ErrRecordsFull
+		return jobs.ErrRecordsFull
 	}
 	s.byID[e.id] = e
 	s.order = append(s.order, e)
@@ -162,12 +163,31 @@ func (s *Store) get(id string) (*entry, bool) {
 }
 
 // Counts returns how many records are in each state.
-func (s *Store) Counts() map[State]int {
+func (s *Store) Counts() map[jobs.State]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := make(map[State]int)
+	n := make(map[jobs.State]int)
 	for _, e := range s.order {
 		n[e.record().State]++
 	}
 	return n
+}
+
+// stateOf maps a task's state to the job's.
+func stateOf(s crew.State) jobs.State {
+	switch s {
+	case crew.Queued:
+		return jobs.Queued
+	case crew.Running:
+		return jobs.Running
+	case crew.Succeeded:
+		return jobs.Succeeded
+	case crew.TimedOut:
+		return jobs.TimedOut
+	case crew.Canceled:
+		return jobs.Canceled
+	case crew.Dropped:
+		return jobs.NotRun
+	}
+	return jobs.Failed // failed, panicked
 }

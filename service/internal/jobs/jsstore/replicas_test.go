@@ -1,4 +1,4 @@
-package jobs_test
+package jsstore_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -127,12 +127,12 @@ func TestJetStreamReplicasOnAFormingCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	type result struct {
-		r   *jobs.JetStreamRunner
+		r   *jsstore.Runner
 		err error
 	}
 	made := make(chan result, 1)
 	go func() {
-		r, err := jobs.NewJetStreamRunner(ctx, js, cfg)
+		r, err := jsstore.New(ctx, js, cfg)
 		made <- result{r, err}
 	}()
 	for !strings.Contains(log.String(), "JetStream not ready yet") {
@@ -168,7 +168,7 @@ func TestJetStreamReplicasOnAFormingCluster(t *testing.T) {
 	}
 	var log2 syncBuffer
 	cfg.Stream, cfg.Bucket, cfg.Log = "one", "one", slog.New(slog.NewTextHandler(&log2, nil))
-	if _, err := jobs.NewJetStreamRunner(ctx, js, cfg); err != nil {
+	if _, err := jsstore.New(ctx, js, cfg); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"one", "KV_one"} {
@@ -190,13 +190,13 @@ func TestJetStreamReplicasRefused(t *testing.T) {
 	cfg.Replicas = 3
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := jobs.NewJetStreamRunner(ctx, c.js, cfg)
+	_, err := jsstore.New(ctx, c.js, cfg)
 	if err == nil || !strings.Contains(err.Error(), "replicas") || ctx.Err() != nil {
 		t.Fatalf("R3 on one server: %v (ctx %v)", err, ctx.Err())
 	}
 	for _, n := range []int{-1, 6} {
 		cfg.Replicas = n
-		if _, err := jobs.NewJetStreamRunner(ctx, c.js, cfg); err == nil || !strings.Contains(err.Error(), "bad settings") {
+		if _, err := jsstore.New(ctx, c.js, cfg); err == nil || !strings.Contains(err.Error(), "bad settings") {
 			t.Errorf("replicas %d: %v", n, err)
 		}
 	}

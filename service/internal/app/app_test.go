@@ -1,0 +1,232 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/service/internal/app"
+)
+
+// The tests here run crewd in-process through Main, as its main does: the
+// flags, the listeners, the jobs' store, the stop sequence and the exit
+// code. The end-to-end tests run the built binary.
+
+// output is what Main writes to one of its writers, read as it comes.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// await waits up to 30 s for re to match the output, and returns the match.
+func (o *output) await(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(o.String()); m != nil {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %s in 30 s:\n%s", re, o.String())
+	return nil
+}
+
+// crewd is one Main running.
+type crewd struct {
+	stop         chan os.Signal
+	logs, stderr *output
+	exit         chan int
+	api, metrics string
+	client       *http.Client
+}
+
+var banner = regexp.MustCompile(`API on http://(\S+), metrics on http://(\S+)/metrics`)
+
+// start runs Main with args (loopback listeners on free ports added) and
+// waits for its banner.
+func start(t *testing.T, args ...string) *crewd {
+	t.Helper()
+	c := &crewd{stop: make(chan os.Signal, 2), logs: &output{}, stderr: &output{}, exit: make(chan int, 1),
+		client: &http.Client{Timeout: 10 * time.Second}}
+	args = append([]string{"-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-shutdown-delay", "0s", "-shutdown-timeout", "5s"}, args...)
+	go func() { c.exit <- app.Main(args, func(string) string { return "" }, c.stop, c.logs, c.stderr) }()
+	t.Cleanup(func() {
+		select {
+		case <-c.exit:
+		default:
+			c.stop <- syscall.SIGKILL
+			c.stop <- syscall.SIGKILL
+			<-c.exit
+		}
+		c.client.CloseIdleConnections()
+	})
+	m := c.stderr.await(t, banner)
+	c.api, c.metrics = "http://"+m[1], "http://"+m[2]
+	return c
+}
+
+// do sends a request and decodes a JSON answer into out (if not nil).
+func (c *crewd) do(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// job posts a sleep job and waits up to 30 s for it to succeed.
+func (c *crewd) job(t *testing.T) string {
+	t.Helper()
+	var rec struct{ ID, State string }
+	if code := c.do(t, "POST", c.api+"/v1/jobs", `{"kind":"sleep","duration":"10ms"}`, &rec); code != http.StatusAccepted {
+		t.Fatalf("POST /v1/jobs: %d %+v", code, rec)
+	}
+	c.awaitJob(t, rec.ID, "succeeded")
+	return rec.ID
+}
+
+func (c *crewd) awaitJob(t *testing.T, id, state string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var rec struct{ State string }
+	for time.Now().Before(deadline) {
+		if c.do(t, "GET", c.api+"/v1/jobs/"+id, "", &rec) == http.StatusOK && rec.State == state {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("job %s: %q after 30 s, want %s", id, rec.State, state)
+}
+
+// term sends SIGTERM and returns the exit code, within 10 s.
+func (c *crewd) term(t *testing.T) int {
+	t.Helper()
+	c.stop <- syscall.SIGTERM
+	select {
+	case code := <-c.exit:
+		c.exit <- code
+		return code
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Main still running 10 s after SIGTERM (shutdown timeout 5 s):\n%s", c.logs)
+		return -1
+	}
+}
+
+// TestMainInMemory: with jobs in memory crewd answers a batch, runs a job,
+// serves its metrics, and stops on SIGTERM with exit 0 and a summary line
+// that counts the job.
+func TestMainInMemory(t *testing.T) {
+	c := start(t, "-nats-url", "off")
+	var batch struct {
+		Sum   json.Number
+		Count int
+	}
+	if code := c.do(t, "POST", c.api+"/v1/factorial", `{"numbers":[3,4,5]}`, &batch); code != http.StatusOK || batch.Sum != "150" || batch.Count != 3 {
+		t.Fatalf("POST /v1/factorial: %d %+v, want 3! + 4! + 5! = 150 of 3", code, batch)
+	}
+	c.job(t)
+	resp, err := c.client.Get(c.metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "crew_queue_capacity{pool=\"crewd\"}") {
+		t.Fatalf("/metrics has no crew_queue_capacity{pool=\"crewd\"}:\n%.500s", b)
+	}
+	if code := c.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, c.logs)
+	}
+	stopped := c.logs.await(t, regexp.MustCompile(`"msg":"crewd stopped".*"jobs_succeeded":(\d+)`))
+	if stopped[1] != "1" {
+		t.Fatalf("summary counts %s jobs succeeded, want 1", stopped[1])
+	}
+	if !strings.Contains(c.stderr.String(), "terminated: readiness off") {
+		t.Fatalf("no stop line on stderr:\n%s", c.stderr)
+	}
+}
+
+// TestMainEmbeddedKeepsJobs: with the embedded JetStream server (the
+// default), a job's record outlives the process: a second Main on the same
+// data directory answers for it.
+func TestMainEmbeddedKeepsJobs(t *testing.T) {
+	dir := t.TempDir()
+	c := start(t, "-data-dir", dir)
+	id := c.job(t)
+	if code := c.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d, want 0:\n%s", code, c.logs)
+	}
+	again := start(t, "-data-dir", dir)
+	again.awaitJob(t, id, "succeeded")
+	if code := again.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d, want 0:\n%s", code, again.logs)
+	}
+}
+
+// TestMainRefusesToStart: a bad flag, a data directory that is a file and
+// a port in use are configuration errors (exit 2) with a line that names
+// them; nothing is left running.
+func TestMainRefusesToStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-workers", "-1"}, "-workers"},
+		{[]string{"-no-such-flag"}, "no-such-flag"},
+		{[]string{"-data-dir", file, "-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, "-data-dir " + file},
+		{[]string{"-nats-url", "off", "-http-addr", ln.Addr().String()}, "another crewd still running?"},
+	} {
+		var logs, stderr output
+		code := app.Main(tc.args, func(string) string { return "" }, make(chan os.Signal), &logs, &stderr)
+		if code != app.ExitConfig || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, app.ExitConfig, tc.want, &stderr)
+		}
+	}
+}

@@ -1,0 +1,14 @@
+package jsstore
+
+import (
+	"context"
+	"time"
+)
+
+// HandleDelivery runs Handle's logic on a delivery made up by a test.
+func (r *Runner) HandleDelivery(ctx context.Context, subject string, data []byte) error {
+	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now()})
+}
+
+// HandleProbe records a probe's outcome, as WatchStore does.
+func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
