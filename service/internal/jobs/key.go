@@ -51,4 +51,3 @@ func Fingerprint(body []byte) string {
 	h := sha256.Sum256(body)
 	return hex.EncodeToString(h[:])
 }
-
