@@ -10,7 +10,7 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,13 +23,9 @@ func exampleJetStream() (jetstream.JetStream, jetstream.Consumer, func()) {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	srv, err := natstest.Run(natstest.Options(dir, -1))
 	if err != nil {
 		panic(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		panic("nats-server not ready")
 	}
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {

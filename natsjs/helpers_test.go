@@ -10,32 +10,17 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // startServer runs an embedded JetStream server on loopback with file
-// storage in dir, on port (-1: any).
+// storage in dir, on port (-1: any), shut down when t ends.
 func startServer(t testing.TB, dir string, port int) *server.Server {
 	t.Helper()
-	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready in 10 s")
-	}
-	return srv
+	return natstest.Start(t, natstest.Options(dir, port))
 }
 
 // env is a server, a connection and a stream for one test.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -67,18 +67,13 @@ func run(cfg config, log io.Writer) ([]result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: os.Getenv("BENCH_SERVER_LOG") == "", NoSigs: true})
+	opts := natstest.Options(dir, -1)
+	opts.NoLog = os.Getenv("BENCH_SERVER_LOG") == ""
+	srv, err := natstest.Run(opts)
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("BENCH_SERVER_LOG") != "" {
-		srv.ConfigureLogger()
-	}
-	srv.Start()
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		return nil, errors.New("nats-server not ready")
-	}
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		return nil, err

@@ -2,14 +2,12 @@ package natsprom_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,11 +24,10 @@ func newFixture(n int) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	srv, err := natstest.Run(natstest.Options(dir, -1))
 	if err != nil {
 		return nil, err
 	}
-	srv.Start()
 	f := &fixture{}
 	var nc *nats.Conn
 	var pool *crew.Pool
@@ -48,9 +45,6 @@ func newFixture(n int) (*fixture, error) {
 	fail := func(err error) (*fixture, error) {
 		f.cleanup()
 		return nil, err
-	}
-	if !srv.ReadyForConnections(10 * time.Second) {
-		return fail(errors.New("nats-server not ready"))
 	}
 	if nc, err = nats.Connect(srv.ClientURL()); err != nil {
 		return fail(err)

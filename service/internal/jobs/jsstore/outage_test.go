@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/crew-go/crew/service/internal/jobs/jobstest"
 	"github.com/crew-go/crew/service/internal/jobs/jsstore"
@@ -28,15 +29,7 @@ type outageServer struct {
 func newOutageServer(t *testing.T) *outageServer {
 	t.Helper()
 	dir := t.TempDir()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := natstest.Start(t, natstest.Options(dir, -1))
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -47,17 +48,11 @@ func newThreeServers(t *testing.T) *threeServers {
 	}
 	s := &threeServers{t: t}
 	for i := range 3 {
-		s.opts = append(s.opts, &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       ports[i],
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			Cluster:    server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[3+i]},
-			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
-			NoLog:      true,
-			NoSigs:     true,
-		})
+		opts := natstest.Options(t.TempDir(), ports[i])
+		opts.ServerName = fmt.Sprintf("n%d", i+1)
+		opts.Cluster = server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: ports[3+i]}
+		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		s.opts = append(s.opts, opts)
 		s.urls = append(s.urls, "nats://127.0.0.1:"+strconv.Itoa(ports[i]))
 	}
 	return s
@@ -65,15 +60,7 @@ func newThreeServers(t *testing.T) *threeServers {
 
 func (s *threeServers) start(i int) {
 	s.t.Helper()
-	srv, err := server.NewServer(s.opts[i])
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	srv.Start()
-	s.t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.t.Fatal("nats-server not ready in 10 s")
-	}
+	natstest.Start(s.t, s.opts[i])
 }
 
 // syncBuffer is a log written by the runner and read by the test.
