@@ -121,8 +121,9 @@ const (
 	readmeEnd   = "<!-- bench:end -->"
 )
 
-// updateReadme copies the headline table and the list of losses from
-// RESULTS.md between the markers of the README, one heading level down.
+// updateReadme copies the headline table from RESULTS.md between the
+// markers of the README, one heading level down, with a line pointing at
+// the rest (where crew loses, the goals, each scenario) in RESULTS.md.
 func updateReadme(readme, results string) error {
 	res, err := os.ReadFile(results)
 	if err != nil {
@@ -145,19 +146,25 @@ func updateReadme(readme, results string) error {
 	return os.WriteFile(readme, []byte(text), 0o644)
 }
 
-// readmeSection is the part of RESULTS.md from its headline to the first
-// scenario, with links made relative to the repository's root.
+// readmeSection is RESULTS.md's headline section, with links made
+// relative to the repository's root, and a line pointing at the rest.
 func readmeSection(results string) (string, error) {
 	i := strings.Index(results, "## Headline")
-	j := strings.Index(results, "\n## S1")
-	if i < 0 || j < i {
+	if i < 0 {
 		return "", fmt.Errorf("RESULTS.md has no headline section")
 	}
-	s := strings.ReplaceAll(results[i:j+1], "\n## ", "\n### ")
-	s = "#" + s
+	j := strings.Index(results[i+1:], "\n## ")
+	if j < 0 {
+		return "", fmt.Errorf("RESULTS.md has nothing after its headline")
+	}
+	s := "#" + results[i:i+1+j+1]
 	s = strings.ReplaceAll(s, "](charts/", "](bench/charts/")
-	return s, nil
+	return s + readmeMore, nil
 }
+
+// readmeMore follows the headline in the README.
+const readmeMore = "Where crew loses (every configuration a peer wins by more than 5 %), the goals met and missed, and each scenario's\n" +
+	"figures are in [bench/RESULTS.md](bench/RESULTS.md).\n\n"
 
 func pick(quick bool, q, full int) int {
 	if quick {

@@ -166,12 +166,12 @@ func TestRenderFromRaw(t *testing.T) {
 }
 
 func TestReadmeSection(t *testing.T) {
-	results := "# crew benchmark results\n\nintro\n\n## Headline: x\n\n| a |\n\n## Where crew loses\n\n- S1 ...\n\n![S1](charts/s1.svg)\n\n## S1 overhead\n\nrest\n"
+	results := "# crew benchmark results\n\nintro\n\n## Headline: x\n\n| a |\n\n![S1](charts/s1.svg)\n\n## Where crew loses\n\n- S1 ...\n\n## S1 overhead\n\nrest\n"
 	got, err := readmeSection(results)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "### Headline: x\n\n| a |\n\n### Where crew loses\n\n- S1 ...\n\n![S1](bench/charts/s1.svg)\n\n"
+	want := "### Headline: x\n\n| a |\n\n![S1](bench/charts/s1.svg)\n\n" + readmeMore
 	if got != want {
 		t.Fatalf("readmeSection =\n%q\nwant\n%q", got, want)
 	}
