@@ -147,8 +147,9 @@ type factorialResponse struct {
 	Count int         `json:"count"`
 }
 
-// factorial is the goapp worker-pool article's load test: one task per
-// number, as a group on the pool, answering the sum of their factorials.
+// factorial is the goapp worker-pool article's load test, answering the
+// sum of the numbers' factorials: the numbers are split by crew.Map among
+// at most the pool's bound of participants.
 func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 	var req factorialRequest
 	if !a.decode(w, r, &req, factorialFields) {

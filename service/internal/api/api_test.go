@@ -105,6 +105,22 @@ func TestFactorialSumsAsTheArticlesLoadTest(t *testing.T) {
 	}
 }
 
+// TestFactorialBatchIsOneTaskPerParticipant: a batch of 1,000 numbers is
+// not 1,000 tasks: crew.Map splits it among at most the pool's bound of
+// participants (the request's goroutine helps), each a task that claims
+// chunks, as the service README says.
+func TestFactorialBatchIsOneTaskPerParticipant(t *testing.T) {
+	f := newFixture(t)
+	numbers := strings.TrimSuffix(strings.Repeat("20,", 1000), ",")
+	before := f.pool.Stats().Submitted
+	if a := f.do(t, "POST", "/v1/factorial", `{"numbers":[`+numbers+`]}`); a.code != 200 || a.body["count"] != 1000.0 {
+		t.Fatalf("a batch of 1,000: %d %v", a.code, a.body)
+	}
+	if n := f.pool.Stats().Submitted - before; n > 2 {
+		t.Fatalf("a batch of 1,000 on a pool of 2 submitted %d tasks, want at most 2 (one per participant)", n)
+	}
+}
+
 // TestBadInputGetsAClearAnswer: every bad request is answered with the
 // status that says what is wrong and a JSON {"error": ...}, never a crash
 // or a hang.
