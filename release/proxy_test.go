@@ -152,9 +152,17 @@ func TestInstallFromAProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Copied against a server that cannot be reached, the snippet returns
+	// the error (it once panicked inside jetstream.New).
+	unreachable := "package main\n\nimport (\n\t\"context\"\n\t\"testing\"\n)\n\n" +
+		"func TestUseUnreachable(t *testing.T) {\n\tif err := run(context.Background(), \"nats://127.0.0.1:1\", nil, nil); err == nil {\n\t\tt.Fatal(\"no error from an unreachable server\")\n\t}\n}\n"
+	if err := os.WriteFile(filepath.Join(u.dir, "use_test.go"), []byte(unreachable), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	u.run("go", "mod", "tidy")
 	u.run("go", "build", "./...")
-	t.Logf("the Quick start and natsjs's Use snippet build against crew %s", version)
+	u.run("go", "test", "-run", "TestUseUnreachable", ".")
+	t.Logf("the Quick start and natsjs's Use snippet build against crew %s; the snippet returns an unreachable server's error", version)
 
 	// go install pkg@version is a module of its own: -mod=mod does not apply.
 	bin := t.TempDir()
