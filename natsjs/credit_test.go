@@ -21,6 +21,9 @@ func TestSourceHoldsOnlyFreeSlotsPlusWindow(t *testing.T) {
 		{"own pool", 2, 0, 1},
 		{"shared pool", 3, 2, 1},
 		{"no window", 2, 0, 0},
+		// The default: handlers that never finish never starve the pool,
+		// so the adaptive window stays at its floor.
+		{"adaptive", 4, 1, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,14 +40,21 @@ func TestSourceHoldsOnlyFreeSlotsPlusWindow(t *testing.T) {
 				}
 			}
 			release := make(chan struct{})
+			var opts []natsjs.Option
+			window := c.window
+			if window >= 0 {
+				opts = append(opts, natsjs.WithWindow(window))
+			} else {
+				window = natsjs.MinWindow
+			}
 			src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
 				<-release
 				return nil
-			}, natsjs.WithWindow(c.window))
+			}, opts...)
 			run(t, src)
 			openRelease, openOther := opener(t, release), opener(t, other)
 			running := c.workers - c.busy
-			bound := running + c.window
+			bound := running + window
 			eventually(t, 10*time.Second, "the free slots taken", func() bool { return pool.Stats().Busy == c.workers })
 			// Watch for a while: the bound must hold through many pull
 			// decisions (Run decides at least every 100 ms).
@@ -66,4 +76,31 @@ func TestSourceHoldsOnlyFreeSlotsPlusWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdaptiveWindowGrowsUnderABacklog: with fast handlers and a backlog
+// the default window grows past its floor (the pool would starve between
+// pulls), and never past MaxWindowFactor times the pool's bound.
+func TestAdaptiveWindowGrowsUnderABacklog(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	const n, workers = 3000, 4
+	e.publish(t, "jobs.a", n)
+	pool := newPool(t, workers)
+	src := newSource(t, pool, cons, func(context.Context, *natsjs.Msg) error { return nil })
+	run(t, src)
+	most := 0
+	eventually(t, 30*time.Second, "every message acked", func() bool {
+		st := src.Stats()
+		most = max(most, st.Window)
+		if st.Window > natsjs.MaxWindowFactor*workers {
+			t.Fatalf("window %d past %d x the bound %d", st.Window, natsjs.MaxWindowFactor, workers)
+		}
+		return st.Acked == n
+	})
+	if most <= natsjs.MinWindow {
+		t.Fatalf("the window stayed at %d through a backlog of %d", most, n)
+	}
+	t.Logf("the window reached %d (cap %d)", most, natsjs.MaxWindowFactor*workers)
 }

@@ -13,10 +13,6 @@ import (
 
 // Defaults used by New when the matching option is not given.
 const (
-	// DefaultWindow is how many unstarted messages a Source may hold beyond
-	// the pool's free slots: enough to hide the round trip of a pull, few
-	// enough that nothing waits long against AckWait.
-	DefaultWindow = 2
 	// DefaultBackoffBase and DefaultBackoffMax bound the delay of a nak:
 	// base·2^(attempt-1), capped at max, with jitter.
 	DefaultBackoffBase = time.Second
@@ -64,7 +60,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		window:      DefaultWindow,
+		window:      -1, // adaptive: see window.go
 		backoffBase: DefaultBackoffBase,
 		unavailable: DefaultUnavailableDelay,
 		backoffMax:  DefaultBackoffMax,
@@ -74,9 +70,12 @@ func defaultOptions() options {
 	}
 }
 
-// WithWindow sets how many unstarted messages the Source may hold beyond the
-// pool's free slots. It must be from 0 to 10,000. Zero pulls only for free
-// slots, at the price of a round trip before each task can start.
+// WithWindow fixes how many unstarted messages the Source may hold beyond
+// the pool's free slots, in place of the adaptive window (window.go: the
+// rate of starts times a pull's round trip, twice over, from MinWindow to
+// MaxWindowFactor times the pool's bound). It must be from 0 to 10,000.
+// Zero pulls only for free slots, at the price of a round trip before each
+// task can start.
 func WithWindow(n int) Option {
 	return optionFunc(func(o *options) error {
 		if n < 0 || n > 10_000 {

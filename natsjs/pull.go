@@ -78,10 +78,11 @@ func (s *Source) pull() {
 	if s.stopping || (!s.retryAt.IsZero() && time.Now().Before(s.retryAt)) {
 		return
 	}
-	window := s.o.window
+	window := s.win.decide(time.Now(), s.started.Load(), st.MaxWorkers, free, unstarted, s.backlog)
 	if s.stalled.Load() {
 		window = 0 // see renewLeases
 	}
+	s.window = window
 	credit := free + window - unstarted - s.requested
 	threshold := max(1, (st.MaxWorkers+window)/2)
 	s.freed, s.threshold = 0, threshold
@@ -108,6 +109,7 @@ func (s *Source) fetch(n int) {
 	}
 	s.mu.Lock()
 	s.requested -= n - got
+	s.backlog = got == n // a full batch: the stream had more (window.go)
 	s.fetches--
 	if s.stopping && s.fetches == 0 {
 		s.endPulls.Do(func() { close(s.pullsEnded) })

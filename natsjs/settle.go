@@ -37,6 +37,7 @@ func (m *Msg) run(ctx context.Context) (err error) {
 		return nil // handed back by a stop, or by a stalled pool
 	}
 	s.unstarted.Add(-1)
+	s.started.Add(1)
 	s.lastStart.Store(time.Now().UnixNano())
 	if s.stalled.Load() {
 		s.stalled.Store(false)

@@ -35,6 +35,9 @@ type Stats struct {
 	// InFlight is the number of messages held now: received and not yet
 	// settled; Unstarted of those not yet started.
 	InFlight, Unstarted int
+	// Window is the window of the last pull decision: unstarted messages
+	// the Source may hold beyond the pool's free slots (window.go).
+	Window int
 }
 
 // String formats the snapshot for a log line or a test failure.
@@ -65,7 +68,7 @@ func (s *Source) Stats() Stats {
 		Unstarted:    int(max(0, s.unstarted.Load())),
 	}
 	s.mu.Lock()
-	st.InFlight = s.held
+	st.InFlight, st.Window = s.held, s.window
 	s.mu.Unlock()
 	return st
 }

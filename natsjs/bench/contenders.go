@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -42,7 +44,7 @@ func startFloor(_ *nats.Conn, js jetstream.JetStream, t target, concurrency int,
 }
 
 // startCrew runs a natsjs.Source on a pool of concurrency workers, with the
-// window window(concurrency).
+// window window(concurrency), or the adaptive default when it is negative.
 func startCrew(window func(concurrency int) int) startFunc {
 	return func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (func() error, error) {
 		return startCrewWindow(js, t, concurrency, window(concurrency), handle)
@@ -58,16 +60,23 @@ func startCrewWindow(js jetstream.JetStream, t target, concurrency, window int, 
 	if err != nil {
 		return nil, err
 	}
+	var opts []natsjs.Option
+	if window >= 0 { // else the adaptive default
+		opts = append(opts, natsjs.WithWindow(window))
+	}
 	src, err := natsjs.New(pool, cons, func(_ context.Context, m *natsjs.Msg) error {
 		handle(m.Data())
 		return nil
-	}, natsjs.WithWindow(window))
+	}, opts...)
 	if err != nil {
 		return nil, err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- src.Run(context.Background()) }()
 	return func() error {
+		if window < 0 {
+			fmt.Fprintf(os.Stderr, "bench: the adaptive window at the end: %d\n", src.Stats().Window)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := src.Shutdown(ctx); err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/natsjs/natstest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,7 +45,8 @@ type startFunc func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency
 
 var contenders = []contender{
 	{"floor: Consume + semaphore", startFloor, false},
-	{"crew: natsjs.Source, window 2 (default)", startCrew(func(int) int { return natsjs.DefaultWindow }), false},
+	{"crew: natsjs.Source, adaptive window (default)", startCrew(func(int) int { return -1 }), false},
+	{"crew: natsjs.Source, window 2 (fixed)", startCrew(func(int) int { return 2 }), false},
 	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c }), false},
 	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c }), false},
 
@@ -57,6 +57,7 @@ type result struct {
 	contender string
 	work      time.Duration
 	perSecond float64
+	held      int // the most messages delivered and not acked, median over rounds
 	p50, p99  time.Duration
 	rate      float64 // of the latency run
 }
@@ -91,6 +92,7 @@ func run(cfg config, log io.Writer) ([]result, error) {
 		// elsewhere on the machine does not fall on one of them only; each
 		// figure is the median of its rounds.
 		rates := make([][]float64, len(contenders))
+		helds := make([][]float64, len(contenders))
 		// A warm-up round, not counted: the first runs on a new server are
 		// slower for everyone (its file store and the heap grow).
 		warm := cfg
@@ -99,7 +101,7 @@ func run(cfg config, log io.Writer) ([]result, error) {
 			if cfg.only != "" && i > 0 && !strings.Contains(c.name, cfg.only) {
 				continue
 			}
-			if _, err := throughput(nc, js, c, warm, work); err != nil {
+			if _, _, err := throughput(nc, js, c, warm, work); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
@@ -110,12 +112,13 @@ func run(cfg config, log io.Writer) ([]result, error) {
 				if cfg.only != "" && i > 0 && !strings.Contains(c.name, cfg.only) {
 					continue
 				}
-				r, err := throughput(nc, js, c, cfg, work)
+				r, held, err := throughput(nc, js, c, cfg, work)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", c.name, err)
 				}
-				fmt.Fprintf(log, "bench: round %d %-30s work=%-4v %9.0f msgs/s\n", round+1, c.name, work, r)
+				fmt.Fprintf(log, "bench: round %d %-30s work=%-4v %9.0f msgs/s, held at most %d\n", round+1, c.name, work, r, held)
 				rates[i] = append(rates[i], r)
+				helds[i] = append(helds[i], float64(held))
 			}
 		}
 		floorRate := 50000.0
@@ -127,7 +130,7 @@ func run(cfg config, log io.Writer) ([]result, error) {
 			if len(rates[i]) == 0 {
 				continue
 			}
-			r := result{contender: c.name, work: work, perSecond: median(rates[i])}
+			r := result{contender: c.name, work: work, perSecond: median(rates[i]), held: int(median(helds[i]))}
 			r.p50, r.p99, err = latency(nc, js, c, cfg, work, rate)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.name, err)
@@ -203,19 +206,55 @@ func busy(d time.Duration) {
 	time.Sleep(d)
 }
 
-func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration) (float64, error) {
+// throughput runs a backlog through c, and returns its rate and the most
+// messages it held (delivered and not acked, as the server counts them,
+// read every 5 ms).
+func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration) (float64, int, error) {
+	return throughputRun(nc, js, c, cfg, work)
+}
+
+// watchHeld samples the consumer's NumAckPending until stop is closed, and
+// returns its largest value.
+func watchHeld(js jetstream.JetStream, t target, stop <-chan struct{}) <-chan int {
+	out := make(chan int, 1)
+	go func() {
+		most := 0
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		cons, err := js.Consumer(context.Background(), t.stream, t.consumer)
+		for err == nil {
+			select {
+			case <-stop:
+				out <- most
+				return
+			case <-tick.C:
+			}
+			info, ierr := cons.Info(context.Background())
+			if ierr == nil {
+				most = max(most, info.NumAckPending)
+			}
+		}
+		<-stop
+		out <- -1
+	}()
+	return out
+}
+
+func throughputRun(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration) (float64, int, error) {
 	t, err := fresh(js, last)
 	last = t
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n := cfg.messages
 	if work > 0 {
 		n = min(n, 20_000)
 	}
 	if err := publish(js, t.stream, n); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	stopWatch := make(chan struct{})
+	heldMost := watchHeld(js, t, stopWatch)
 	var handled atomic.Int64
 	done := make(chan struct{})
 	begin := time.Now()
@@ -226,27 +265,33 @@ func throughput(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, 
 		}
 	})
 	if err != nil {
-		return 0, err
+		close(stopWatch)
+		<-heldMost
+		return 0, 0, err
 	}
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):
 		_ = stop()
-		return 0, fmt.Errorf("only %d of %d handled in 5 minutes", handled.Load(), n)
+		close(stopWatch)
+		<-heldMost
+		return 0, 0, fmt.Errorf("only %d of %d handled in 5 minutes", handled.Load(), n)
 	}
 	elapsed := time.Since(begin)
+	close(stopWatch)
+	held := <-heldMost
 	// Acks first, then the stop: a consumer stopped right after its last
 	// handler may drop that handler's ack (Watermill does).
 	ackErr := allAcked(js, t, n)
 	if err := stop(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if ackErr != nil && !c.peer {
-		return 0, ackErr
+		return 0, 0, ackErr
 	} else if ackErr != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", c.name, ackErr)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / elapsed.Seconds(), held, nil
 }
 
 func latency(nc *nats.Conn, js jetstream.JetStream, c contender, cfg config, work time.Duration, rate float64) (p50, p99 time.Duration, err error) {
@@ -330,7 +375,7 @@ func allAcked(js jetstream.JetStream, t target, n int) error {
 
 func table(cfg config, res []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| handler | consumer | msgs/s | vs floor | p50 | p99 |\n|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| handler | consumer | msgs/s | vs floor | held at most | p50 | p99 |\n|---|---|---:|---:|---:|---:|---:|\n")
 	floor := map[time.Duration]float64{}
 	for _, r := range res {
 		if strings.HasPrefix(r.contender, "floor") {
@@ -342,10 +387,11 @@ func table(cfg config, res []result) string {
 		if r.work > 0 {
 			work = r.work.String()
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.2fx | %v | %v |\n", work, r.contender, r.perSecond,
-			floor[r.work]/r.perSecond, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.2fx | %d | %v | %v |\n", work, r.contender, r.perSecond,
+			floor[r.work]/r.perSecond, r.held, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
 	}
-	fmt.Fprintf(&b, "\n%d messages per throughput run (20,000 with 1 ms handlers), concurrency %d, GOMAXPROCS %d, %s.\n",
+	fmt.Fprintf(&b, "\n%d messages per throughput run (20,000 with 1 ms handlers), concurrency %d, GOMAXPROCS %d, %s. "+
+		"Held at most: the most messages delivered and not yet acked, as the server counted them every 5 ms (median over rounds).\n",
 		cfg.messages, cfg.concurrency, runtime.GOMAXPROCS(0), runtime.Version())
 	return b.String()
 }
