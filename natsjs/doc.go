@@ -11,8 +11,11 @@
 //
 // What a Source does with a message:
 //
-//   - Pulls it only when the pool has a free slot for it, plus a small
-//     window (WithWindow), counting the pool's other work.
+//   - Pulls it only when the pool has a free slot for it, plus a window
+//     that adapts (it grows while the pool starves between pulls with a
+//     backlog in the stream, shrinks while the pool is fed, and is bounded
+//     by four times the pool's bound and a tenth of AckWait's worth of
+//     starts) or is fixed with WithWindow, counting the pool's other work.
 //   - Renews its lease (InProgress) while it waits or runs longer than a
 //     fraction of AckWait (WithHeartbeat); cancels the handler's context
 //     with ErrLeaseLost when the lease cannot be kept.

@@ -3,6 +3,7 @@
 //
 //	crewload -url http://localhost:8080 -mode factorial -numbers 1024 -duration 10s -concurrency 16
 //	crewload -mode jobs -requests 1000 -rate 200
+//	crewload -mode jobs -requests 3000 -concurrency 64 -sleep 5ms-20ms -wait -workers 32
 package main
 
 import (
@@ -27,6 +28,9 @@ func main() {
 	flag.IntVar(&o.Concurrency, "concurrency", 8, "clients sending at once")
 	flag.Float64Var(&o.Rate, "rate", 0, "requests per second in all; 0: as fast as the clients go")
 	flag.DurationVar(&o.Progress, "progress", time.Second, "how often to print progress; 0: never")
+	flag.StringVar(&o.Sleep, "sleep", "", "jobs mode: sleep jobs of durations spread over this range (5ms-20ms), in place of -job")
+	flag.BoolVar(&o.Wait, "wait", false, "jobs mode: wait for every accepted job to end, and report the rate they ended at")
+	flag.IntVar(&o.Workers, "workers", 0, "crewd's pool bound, for the ideal rate of -wait (workers / mean sleep)")
 	flag.Parse()
 	if o.Duration == 0 && o.Requests == 0 {
 		o.Duration = 10 * time.Second

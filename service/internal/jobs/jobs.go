@@ -52,6 +52,8 @@ type Record struct {
 	// interrupted (a crash, a hard stop) and the job ran again; durable
 	// jobs only.
 	Attempts int `json:"attempts,omitempty"`
+	// Finished is when the job's end was recorded; durable jobs only.
+	Finished time.Time `json:"finished,omitzero"`
 }
 
 // State is a job's state; the terminal ones are all but Queued and Running.

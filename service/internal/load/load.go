@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,14 @@ type Options struct {
 	Concurrency int           // clients sending at once
 	Rate        float64       // requests per second in all; 0: as fast as the clients go
 	Progress    time.Duration // how often to print progress; 0: never
+	// Sleep, when set ("5ms-20ms", or one duration), makes each job a sleep
+	// job of a duration spread evenly over the range, in place of Job.
+	Sleep string
+	// Wait, in jobs mode, waits for every accepted job to end and reports
+	// the rate at which they completed (from their records' "finished").
+	Wait bool
+	// Workers is crewd's pool bound, for the ideal completion rate (Wait).
+	Workers int
 }
 
 // Validate reports the first bad option.
@@ -43,8 +52,41 @@ func (o Options) Validate() error {
 		return fmt.Errorf("-concurrency %d: want at least 1", o.Concurrency)
 	case o.Rate < 0:
 		return fmt.Errorf("-rate %v: want 0 or more", o.Rate)
+	case o.Wait && o.Mode != "jobs":
+		return fmt.Errorf("-wait is for -mode jobs, not %s", o.Mode)
+	case o.Workers < 0:
+		return fmt.Errorf("-workers %d: want 0 or more", o.Workers)
+	}
+	if _, _, err := sleepRange(o.Sleep); err != nil {
+		return err
 	}
 	return nil
+}
+
+// sleepRange parses -sleep: "" (none), "10ms", or "5ms-20ms".
+func sleepRange(s string) (lo, hi time.Duration, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	lo, err1 := time.ParseDuration(a)
+	hi, err2 := time.ParseDuration(b)
+	if err1 != nil || err2 != nil || lo <= 0 || hi < lo {
+		return 0, 0, fmt.Errorf("-sleep %q: want a duration or a range such as 5ms-20ms", s)
+	}
+	return lo, hi, nil
+}
+
+// sleepOf is the i-th job's sleep, spread evenly over [lo, hi] by the
+// golden ratio, the same from run to run.
+func sleepOf(i int64, lo, hi time.Duration) time.Duration {
+	const phi = 0.6180339887498949
+	f := float64(i) * phi
+	f -= float64(int64(f))
+	return lo + time.Duration(f*float64(hi-lo)).Round(time.Millisecond)
 }
 
 // Report is what a run measured.
@@ -54,6 +96,46 @@ type Report struct {
 	P50, P99, Max time.Duration
 	Status        map[int]int    // answers by status code
 	Errors        map[string]int // requests without an answer, by error
+	Jobs          *JobsReport    // with Wait
+}
+
+// JobsReport is what -wait measured of the jobs accepted.
+type JobsReport struct {
+	Accepted  int
+	Accept    time.Duration // from the first post to the last 202
+	Completed int           // ended succeeded
+	Ended     int           // ended in any state
+	Complete  time.Duration // from the first post to the last job's "finished"
+	Work      time.Duration // the accepted jobs' sleeps, summed
+	Workers   int
+}
+
+// Ideal is the time Workers workers take to run Work: the floor of
+// Complete.
+func (j JobsReport) Ideal() time.Duration {
+	if j.Workers == 0 {
+		return 0
+	}
+	return j.Work / time.Duration(j.Workers)
+}
+
+func (j JobsReport) String() string {
+	rate := func(n int, d time.Duration) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d.Seconds()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "jobs       accepted %d in %v: %.0f/s; ended %d (%d succeeded) in %v: %.0f/s\n",
+		j.Accepted, j.Accept.Round(time.Millisecond), rate(j.Accepted, j.Accept),
+		j.Ended, j.Completed, j.Complete.Round(time.Millisecond), rate(j.Ended, j.Complete))
+	if ideal := j.Ideal(); ideal > 0 && j.Accepted > 0 {
+		fmt.Fprintf(&b, "ideal      %v at %d workers (mean sleep %v): %.0f/s; measured %.0f%% of it\n",
+			ideal.Round(time.Millisecond), j.Workers, (j.Work / time.Duration(j.Accepted)).Round(100*time.Microsecond),
+			rate(j.Accepted, ideal), 100*ideal.Seconds()/j.Complete.Seconds())
+	}
+	return b.String()
 }
 
 // Throughput is answered requests per second.
@@ -81,6 +163,9 @@ func (r Report) String() string {
 	for e, n := range r.Errors {
 		fmt.Fprintf(&b, "error      %s: %d\n", e, n)
 	}
+	if r.Jobs != nil {
+		b.WriteString(r.Jobs.String())
+	}
 	return b.String()
 }
 
@@ -99,6 +184,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	if job == "" {
 		job = `{"kind":"sleep","duration":"10ms"}`
 	}
+	lo, hi, _ := sleepRange(o.Sleep)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
 	defer client.CloseIdleConnections()
 
@@ -112,6 +198,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 		start   = time.Now()
 		wg      sync.WaitGroup
 		stopped = make(chan struct{})
+		ids     []string      // the jobs accepted (-wait)
+		work    time.Duration // their sleeps
+		lastOK  time.Time     // the last 202
 	)
 	var interval time.Duration
 	if o.Rate > 0 {
@@ -136,11 +225,16 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 					}
 				}
 				path, body := "/v1/factorial", factorial
+				var sleep time.Duration
 				if o.Mode == "jobs" || o.Mode == "mixed" && i%2 == 1 {
 					path, body = "/v1/jobs", job
+					if lo > 0 {
+						sleep = sleepOf(i, lo, hi)
+						body = `{"kind":"sleep","duration":"` + sleep.String() + `"}`
+					}
 				}
 				t0 := time.Now()
-				code, err := send(ctx, client, o.URL+path, body)
+				code, answer, err := send(ctx, client, o.URL+path, body)
 				d := time.Since(t0)
 				if ctx.Err() != nil && err != nil {
 					return // cut off by the end of the run, not an error of the server
@@ -151,6 +245,14 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 				} else {
 					status[code]++
 					lat = append(lat, d)
+				}
+				if o.Wait && code == http.StatusAccepted {
+					var rec struct{ ID string }
+					if json.Unmarshal(answer, &rec) == nil && rec.ID != "" {
+						ids = append(ids, rec.ID)
+						work += sleep
+						lastOK = time.Now()
+					}
 				}
 				mu.Unlock()
 				done.Add(1)
@@ -182,24 +284,114 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	if n := len(lat); n > 0 {
 		r.P50, r.P99, r.Max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
 	}
+	if o.Wait {
+		j := &JobsReport{Accepted: len(ids), Work: work, Workers: o.Workers}
+		if len(ids) > 0 {
+			j.Accept = lastOK.Sub(start)
+		}
+		last, ended, succeeded, err := awaitJobs(ctx, client, o.URL, ids, o.Concurrency)
+		if err != nil {
+			return r, err
+		}
+		j.Ended, j.Completed = ended, succeeded
+		if !last.IsZero() {
+			j.Complete = last.Sub(start)
+		}
+		r.Jobs = j
+	}
 	return r, nil
 }
 
-func send(ctx context.Context, c *http.Client, url, body string) (int, error) {
+// awaitJobs asks for every job's record until each has ended, with
+// clients clients, and returns the latest "finished" and the counts.
+func awaitJobs(ctx context.Context, c *http.Client, url string, ids []string, clients int) (last time.Time, ended, succeeded int, err error) {
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(ids)) {
+					return
+				}
+				for {
+					var rec struct {
+						State    string
+						Finished time.Time
+					}
+					code, body, gerr := get(ctx, c, url+"/v1/jobs/"+ids[i])
+					if gerr == nil && code == http.StatusOK {
+						gerr = json.Unmarshal(body, &rec)
+					} else if gerr == nil {
+						gerr = fmt.Errorf("GET /v1/jobs/%s: %d %.200s", ids[i], code, body)
+					}
+					if gerr != nil {
+						mu.Lock()
+						errs = append(errs, gerr)
+						mu.Unlock()
+						return
+					}
+					if rec.State != "queued" && rec.State != "running" {
+						mu.Lock()
+						ended++
+						if rec.State == "succeeded" {
+							succeeded++
+						}
+						if rec.Finished.After(last) {
+							last = rec.Finished
+						}
+						mu.Unlock()
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("waiting for the jobs: %w", err))
+	}
+	return last, ended, succeeded, errors.Join(errs...)
+}
+
+func send(ctx context.Context, c *http.Client, url, body string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return do(c, req, "Post")
+}
+
+func get(ctx context.Context, c *http.Client, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	return do(c, req, "Get")
+}
+
+// do sends req and reads the answer, at most 64 KB of it.
+func do(c *http.Client, req *http.Request, verb string) (int, []byte, error) {
 	resp, err := c.Do(req)
 	if err != nil {
 		var ue interface{ Unwrap() error }
 		if errors.As(err, &ue) {
-			return 0, errors.New(strings.TrimPrefix(err.Error(), "Post \""+url+"\": "))
+			return 0, nil, errors.New(strings.TrimPrefix(err.Error(), verb+" \""+req.URL.String()+"\": "))
 		}
-		return 0, err
+		return 0, nil, err
 	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, b, err
 }

@@ -2,9 +2,12 @@ package load_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,9 +67,73 @@ func TestBadOptions(t *testing.T) {
 		{URL: "http://x", Mode: "jobs", Numbers: 1, Concurrency: 1},
 		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Duration: time.Second, Concurrency: 1},
 		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 0},
+		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1, Sleep: "20ms-5ms"},
+		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1, Sleep: "soon"},
+		{URL: "http://x", Mode: "factorial", Numbers: 1, Requests: 1, Concurrency: 1, Wait: true},
+		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1, Workers: -1},
 	} {
 		if _, err := load.Run(context.Background(), o, nil); err == nil {
 			t.Errorf("Run(%+v) accepted", o)
 		}
+	}
+}
+
+// TestWaitReportsTheJobsRate: with -wait, every job accepted is asked for
+// until it ends; the report counts them, sums their sleeps (spread over
+// -sleep's range) and takes the completion from the latest "finished".
+func TestWaitReportsTheJobsRate(t *testing.T) {
+	var posted, asked atomic.Int64
+	start := time.Now()
+	var sleeps atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost:
+			var spec struct{ Kind, Duration string }
+			if err := json.NewDecoder(r.Body).Decode(&spec); err != nil || spec.Kind != "sleep" {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			d, err := time.ParseDuration(spec.Duration)
+			if err != nil || d < 5*time.Millisecond || d > 20*time.Millisecond {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			sleeps.Add(int64(d))
+			n := posted.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(w, `{"id":"%016x","state":"queued"}`, n)
+		default:
+			// Queued on the first ask, then ended at start + its number s.
+			n, _ := strconv.ParseUint(strings.TrimPrefix(r.URL.Path, "/v1/jobs/"), 16, 64)
+			if asked.Add(1)%2 == 1 {
+				fmt.Fprint(w, `{"state":"queued"}`)
+				return
+			}
+			fin := start.Add(time.Duration(n) * time.Second).UTC().Format(time.RFC3339Nano)
+			fmt.Fprintf(w, `{"state":"succeeded","finished":%q}`, fin)
+		}
+	}))
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: 40,
+		Concurrency: 4, Sleep: "5ms-20ms", Wait: true, Workers: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := r.Jobs
+	if j == nil || j.Accepted != 40 || j.Ended != 40 || j.Completed != 40 {
+		t.Fatalf("jobs report %+v, want 40 accepted and ended", j)
+	}
+	if j.Work != time.Duration(sleeps.Load()) || j.Ideal() != j.Work/4 {
+		t.Fatalf("work %v, ideal %v; the server saw %v of sleeps", j.Work, j.Ideal(), time.Duration(sleeps.Load()))
+	}
+	if mean := j.Work / 40; mean < 10*time.Millisecond || mean > 15*time.Millisecond {
+		t.Fatalf("mean sleep %v, want about 12.5ms over 5ms-20ms", mean)
+	}
+	if j.Complete < 39*time.Second || j.Complete > 41*time.Second {
+		t.Fatalf("complete %v, want the last job's finished (40 s after the start)", j.Complete)
+	}
+	if !strings.Contains(r.String(), "ideal") {
+		t.Fatalf("no ideal line:\n%s", r)
 	}
 }

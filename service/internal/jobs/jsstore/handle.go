@@ -131,7 +131,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 // costs the job no second run. If the record cannot be written at all the
 // job is handed back and runs again: at-least-once.
 func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result any, msg string) error {
-	rec.State, rec.Result, rec.Error = st, result, msg
+	rec.State, rec.Result, rec.Error, rec.Finished = st, result, msg, time.Now()
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		_, err := r.put(wctx, rec)

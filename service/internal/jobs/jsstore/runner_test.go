@@ -130,7 +130,7 @@ func TestJetStreamRunsJobs(t *testing.T) {
 	nap := submit(t, front, jobstest.Sleep(10*time.Millisecond))
 
 	rec := eventually(t, front, fact.ID, jobs.Succeeded)
-	if n, ok := rec.Result.(json.Number); !ok || n.String() != "2432902008176640000" || rec.Attempts != 1 || rec.Kind != "factorial" {
+	if n, ok := rec.Result.(json.Number); !ok || n.String() != "2432902008176640000" || rec.Attempts != 1 || rec.Kind != "factorial" || rec.Finished.Before(rec.Created) {
 		t.Fatalf("factorial record: %+v (result %T)", rec, rec.Result)
 	}
 	rec = eventually(t, back, slow.ID, jobs.TimedOut)
