@@ -44,6 +44,7 @@ func (b Batch) New(workers int, in []uint64) BatchRun {
 // Batches lists S2's Map and ForEach contenders, the sequential loop first.
 var Batches = []Batch{
 	{Name: "sequential", API: "for i := range in { out[i] = Elem(in[i]) } (the baseline)", new: newSequentialBatch},
+	{Name: "floor", API: "hand-split: workers long-lived goroutines, each a fixed contiguous share of the slice, signalled per batch by a channel, the caller waiting on one (the floor of any pool)", new: newFloorBatch},
 	{Name: "crew-map", API: "crew.Map(ctx, pool, in, fn): a new output slice per call", new: newCrewMapBatch},
 	{Name: "crew-foreach", API: "crew.ForEach(ctx, pool, indices, fn) writing out[i]", new: newCrewForEachBatch},
 	{Name: "crew-go", API: "crew Pool.Go in a loop, a closure per element, + sync.WaitGroup", new: newCrewGoBatch},
@@ -78,6 +79,45 @@ func newSequentialBatch(_ int, in []uint64) BatchRun {
 		}
 		return out
 	}}
+}
+
+// newFloorBatch is the hand-split floor: workers goroutines started once,
+// each owning a fixed contiguous share of the slice; a batch is one send to
+// each and one receive from each. No queue, no claiming, no allocation: no
+// pool can split a batch for less.
+func newFloorBatch(workers int, in []uint64) BatchRun {
+	out := make([]uint64, len(in))
+	workers = min(workers, len(in))
+	start := make([]chan struct{}, workers)
+	done := make(chan struct{}, workers)
+	for w := range workers {
+		start[w] = make(chan struct{})
+		lo, hi := w*len(in)/workers, (w+1)*len(in)/workers
+		go func() {
+			for range start[w] {
+				for i := lo; i < hi; i++ {
+					out[i] = Elem(in[i])
+				}
+				done <- struct{}{}
+			}
+		}()
+	}
+	return BatchRun{
+		Run: func() []uint64 {
+			for _, c := range start {
+				c <- struct{}{}
+			}
+			for range start {
+				<-done
+			}
+			return out
+		},
+		Close: func() {
+			for _, c := range start {
+				close(c)
+			}
+		},
+	}
 }
 
 func newCrewMapBatch(workers int, in []uint64) BatchRun {

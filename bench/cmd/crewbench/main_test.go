@@ -53,6 +53,7 @@ BenchmarkS2Map/batch=10/lib=sequential-2   	 100	  720 ns/op	 72 ns/task	 0 B/op
 BenchmarkS2Map/batch=10/lib=crew-map-2   	 100	  756 ns/op	 75.6 ns/task	 100 B/op	 3 allocs/op
 BenchmarkS2Map/batch=10/lib=crew-foreach-2   	 100	  864 ns/op	 86.4 ns/task	 50 B/op	 2 allocs/op
 BenchmarkS2Map/batch=1024/lib=sequential-2   	 100	  73728 ns/op	 72 ns/task	 0 B/op	 0 allocs/op
+BenchmarkS2Map/batch=1024/lib=floor-2   	 100	  38000 ns/op	 37 ns/task	 0 B/op	 0 allocs/op
 BenchmarkS2Map/batch=1024/lib=crew-map-2   	 100	  40000 ns/op	 39 ns/task	 8000 B/op	 5 allocs/op
 BenchmarkS2Map/batch=1024/lib=crew-foreach-2   	 100	  45000 ns/op	 44 ns/task	 50 B/op	 3 allocs/op
 BenchmarkS2Map/batch=1024/lib=conc-map-2   	 100	  30000 ns/op	 29 ns/task	 8000 B/op	 4 allocs/op
@@ -118,11 +119,11 @@ func TestRenderFromRaw(t *testing.T) {
 		// S2-map's goals, met and not.
 		"| batch=10 | crew-map | 756 ns | 720 ns | 1.05× | 1.10× | yes |",
 		"| batch=10 | crew-foreach | 864 ns | 720 ns | 1.20× | 1.10× | no |",
-		"| batch=1024 | crew-map | 40 µs | 73.7 µs | 0.54× | 0.60× | yes |",
-		"| batch=4096 | crew-foreach | 160 µs | 295 µs | 0.54× | 0.60× | yes |",
 		"| batch=4096 | crew-map | 20 | 5 | 4.00× | 1.00× | no |",
 		"| batch=4096 | crew-foreach | 3 | 3 | 1.00× | 1.00× | yes |",
-		"at 1,024 and 4,096. Met in 4 of 6 cells; not met: crew-foreach batch=10 1.20×, crew-foreach batch=1024 0.61×.", // the worst first
+		"at 10 elements. Met in 1 of 2 cells; not met: crew-foreach batch=10 1.20×.",
+		"| batch=1024 | crew-map | 40 µs | 38 µs | 1.05× | 1.10× | yes |",
+		"| batch=1024 | crew-foreach | 45 µs | 38 µs | 1.18× | 1.10× | no |",
 		"(O(1) allocations per call). Met in 1 of 2 cells; not met: crew-map batch=4096 4.00×.",
 		"- S2-map batch=1024: conc-map 30 µs vs crew-map 40 µs (0.75×), 1 peer(s) ahead",
 		// S8: ratios to the ideal, the goal both ways, the floor apart.
