@@ -188,3 +188,18 @@ func ExampleIndexError() {
 	// crew: element 1: empty
 	// crew: element 3: empty
 }
+
+// ExampleCPUBound sizes a pool of CPU-bound tasks to the container's CPU
+// quota rounded down (GOMAXPROCS rounds it up, and is never below 2).
+func ExampleCPUBound() {
+	pool, err := crew.New(crew.WithWorkers(crew.CPUBound()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	sums, err := crew.Map(context.Background(), pool, []int{10, 20, 30}, func(_ context.Context, n int) (int, error) {
+		return n * (n + 1) / 2, nil
+	})
+	fmt.Println(sums, err)
+	// Output: [55 210 465] <nil>
+}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -173,7 +175,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	go func() { served <- admin.Serve(adminLn) }()
 	var sourceEnded <-chan struct{} // nil in memory: never ready
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
-		"workers", cfg.Workers, "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
+		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
 	if d != nil {
 		d.Run()
@@ -316,6 +318,14 @@ func summary(log *slog.Logger, pool *crew.Pool, store *memstore.Store, d *jsstor
 		args = append(args, "error", err.Error())
 	}
 	log.Info("crewd stopped", args...)
+}
+
+// quota is the container's CPU quota for the started line, or "none".
+func quota() string {
+	if cpus, ok := crew.CPUQuota(); ok {
+		return strconv.FormatFloat(cpus, 'f', -1, 64)
+	}
+	return "none"
 }
 
 // settings are where cfg sends the jobs.

@@ -108,7 +108,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur := func(p *time.Duration, name, help string) { fs.DurationVar(p, name, *p, help+env(name)) }
 	str(&c.HTTPAddr, "http-addr", "address of the API and the probes (/healthz, /readyz)")
 	str(&c.AdminAddr, "admin-addr", "address of /metrics and /debug/pprof/")
-	num(&c.Workers, "workers", "the pool's bound: task functions running at once (default GOMAXPROCS, which follows the CPU quota)")
+	fs.Var((*workers)(&c.Workers), "workers", "the pool's bound: task functions running at once, or \"quota\": the container's CPU quota rounded down, at least 1, for CPU-bound tasks under a quota below 2 CPUs (default GOMAXPROCS, which follows the CPU quota rounded up, at least 2)"+env("workers"))
 	num(&c.Queue, "queue", "tasks that may wait for a worker; a full queue answers 503 with Retry-After")
 	dur(&c.IdleTimeout, "idle-timeout", "an idle worker exits after this")
 	num(&c.MaxNumbers, "max-numbers", "numbers in one POST /v1/factorial")
@@ -164,6 +164,27 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 }
 
 func env(name string) string { return " (" + envName(name) + ")" }
+
+// workers is -workers: a number, or "quota" for crew.CPUBound(): the
+// container's CPU quota rounded down, at least 1 (GOMAXPROCS rounds it up
+// and is at least 2, so a pod limited to 500m runs CPU-bound tasks four
+// times as wide as its quota; measured in service/README.md).
+type workers int
+
+func (w *workers) String() string { return strconv.Itoa(int(*w)) }
+
+func (w *workers) Set(s string) error {
+	if s == "quota" {
+		*w = workers(crew.CPUBound())
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q: want a number or \"quota\"", s)
+	}
+	*w = workers(n)
+	return nil
+}
 
 // envName is the variable of a flag: -shutdown-delay is CREW_SHUTDOWN_DELAY.
 func envName(flagName string) string {

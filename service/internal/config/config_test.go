@@ -67,6 +67,29 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 }
 
+// TestWorkersFromTheQuota: -workers quota (or CREW_WORKERS=quota) is the
+// container's CPU quota rounded down, as crew.CPUBound reads it.
+func TestWorkersFromTheQuota(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"-workers", "quota"}, nil},
+		{nil, map[string]string{"CREW_WORKERS": "quota"}},
+	} {
+		got, err := config.Parse(c.args, env(c.env), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Workers != crew.CPUBound() || got.Workers < 1 {
+			t.Fatalf("%v %v: workers %d, want crew.CPUBound() = %d", c.args, c.env, got.Workers, crew.CPUBound())
+		}
+	}
+	if _, err := config.Parse([]string{"-workers", "quotas"}, env(nil), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "workers") {
+		t.Fatalf("-workers quotas: %v", err)
+	}
+}
+
 // TestBadSettingsSayWhich: every bad setting is refused with a message
 // that names it.
 func TestBadSettingsSayWhich(t *testing.T) {
