@@ -2,8 +2,9 @@
 // goroutines.
 //
 // A [Pool] has an upper bound of workers (by default runtime.GOMAXPROCS(0),
-// which follows the container's CPU quota) and a bounded queue in front of
-// them. Workers start lazily, when a task finds none free, and exit after an
+// which follows the container's CPU quota rounded up, at least 2; [CPUBound]
+// is the quota rounded down, for CPU-bound tasks) and a bounded queue in
+// front of them. Workers start lazily, when a task finds none free, and exit after an
 // idle timeout: a pool that has nothing to do holds no goroutine, and New
 // starts none.
 //
