@@ -75,10 +75,11 @@ func (s *Source) pull() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping || (!s.retryAt.IsZero() && time.Now().Before(s.retryAt)) {
+	now := time.Now()
+	if s.stopping || (!s.retryAt.IsZero() && now.Before(s.retryAt)) {
 		return
 	}
-	window := s.win.decide(time.Now(), s.started.Load(), st.MaxWorkers, free, unstarted, s.backlog)
+	window := s.win.decide(now, s.started.Load(), st.MaxWorkers, free, unstarted, s.backlog)
 	if s.stalled.Load() {
 		window = 0 // see renewLeases
 	}

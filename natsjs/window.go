@@ -2,7 +2,6 @@ package natsjs
 
 import (
 	"math"
-	"sync"
 	"time"
 )
 
@@ -29,8 +28,9 @@ import (
 //     by a half): a message held unstarted waits far less than its lease
 //     (nats.go #1929), and the stall rule of lease.go still takes the
 //     window away when no handler starts for an AckWait.
+//
+// A window is used by pull decisions only, under the Source's mu.
 type window struct {
-	mu     sync.Mutex
 	fixed  int           // WithWindow's; -1: adaptive
 	cur    int           // the adaptive window
 	rate   float64       // smoothed starts per second
@@ -63,8 +63,6 @@ func (w *window) decide(now time.Time, started uint64, bound, free, unstarted in
 	if w.fixed >= 0 {
 		return w.fixed
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if backlog && free > 0 && unstarted == 0 {
 		w.cur += free
 		w.hungry = true
