@@ -7,7 +7,16 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// TracerName is the instrumentation scope of crewd's HTTP spans.
+const TracerName = "github.com/crew-go/crew/service/internal/api"
 
 type ctxKey struct{}
 
@@ -82,8 +91,10 @@ func NotFound() http.Handler {
 }
 
 // wrap gives a route its request id (the caller's X-Request-Id or a new
-// one, echoed back), turns a panic into a 500 JSON answer, counts the
-// request in the metrics under route and logs it at debug level.
+// one, echoed back) and its server span (named by the route, a child of
+// the caller's traceparent; a no-op unless a TracerProvider is set), turns
+// a panic into a 500 JSON answer, counts the request in the metrics under
+// route and logs it at debug level.
 func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -92,6 +103,12 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := otel.Tracer(TracerName).Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+				attribute.String("crewd.request_id", id)))
+		defer span.End()
+		r = r.WithContext(ctx)
 		if a.stopping.Load() {
 			// See SetStopping: no keep-alive connection outlives the stop.
 			w.Header().Set("Connection", "close")
@@ -111,17 +128,21 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 					panic(v)
 				}
 				if a.Log != nil {
-					a.Log.Error("handler panicked", "request_id", id, "path", r.URL.Path, "panic", v)
+					a.Log.ErrorContext(r.Context(), "handler panicked", "request_id", id, "path", r.URL.Path, "panic", v)
 				}
 				if sw.code == 0 {
 					a.fail(sw, r, http.StatusInternalServerError, "internal error")
 				}
 			}
+			span.SetAttributes(attribute.Int("http.response.status_code", sw.code))
+			if sw.code >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(sw.code))
+			}
 			if a.Metrics != nil {
 				a.Metrics.observe(route, r.Method, sw.code, time.Since(start))
 			}
 			if a.Log != nil {
-				a.Log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
+				a.Log.DebugContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
 			}
 		}()
 		serve(sw, r)

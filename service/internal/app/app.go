@@ -23,6 +23,7 @@ import (
 	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 	"github.com/crew-go/crew/service/internal/jobs/memstore"
+	"github.com/crew-go/crew/service/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,7 +50,7 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level})))
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -62,7 +63,21 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v%s\n", cfg.AdminAddr, err, inUse(err))
 		return ExitConfig
 	}
-	return run(cfg, log, httpLn, adminLn, stop, errOut)
+	// Traces, when the OTEL_* variables ask for them (see package tracing).
+	stopTracing, err := tracing.Setup(context.Background(), getenv)
+	if err != nil {
+		httpLn.Close()
+		adminLn.Close()
+		fmt.Fprintf(errOut, "crewd: tracing (OTEL_* variables): %v\n", err)
+		return ExitConfig
+	}
+	code := run(cfg, log, httpLn, adminLn, stop, errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stopTracing(ctx); err != nil {
+		log.Warn("tracing: the last spans were not all exported", "error", err)
+	}
+	return code
 }
 
 // inUse explains an address already in use: most often a crewd still
@@ -175,7 +190,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	go func() { served <- admin.Serve(adminLn) }()
 	var sourceEnded <-chan struct{} // nil in memory: never ready
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
-		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
+		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
 	if d != nil {
 		d.Run()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/service/internal/jobs"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // errTimedOut ends a job's context at its own timeout, to tell it from the
@@ -83,6 +84,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		return r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
 	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
+	runAttributes(ctx, rec)
 	// Only over the record just read: a run of the same job elsewhere (a
 	// redelivery after a lost lease) that ended meanwhile is not undone.
 	rev, err = r.swap(wctx, rec, rev)
@@ -112,6 +114,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 			why = ctx.Err()
 		}
 		rec.State, rec.Error = jobs.Queued, "interrupted ("+why.Error()+"), to run again"
+		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String("interrupted"))
 		// Unless another run has written it since (the lease lost, the job
 		// redelivered); if this fails, the record says running until the
 		// next run.
@@ -132,6 +135,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 // job is handed back and runs again: at-least-once.
 func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result any, msg string) error {
 	rec.State, rec.Result, rec.Error, rec.Finished = st, result, msg, time.Now()
+	runOutcome(ctx, st)
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		_, err := r.put(wctx, rec)

@@ -122,7 +122,7 @@ func (r *Runner) enqueue(ctx context.Context, rec jobs.Record, body []byte) erro
 }
 
 func (r *Runner) publishJob(ctx context.Context, id string, body []byte) error {
-	if _, err := r.js.Publish(ctx, r.subject+id, body, jetstream.WithMsgID(id)); err != nil {
+	if err := r.publish(ctx, id, body); err != nil {
 		return storeError(err)
 	}
 	return nil

@@ -232,10 +232,13 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 	}
 	// The record first: a job that runs finds it, and a job that cannot be
 	// recorded is not accepted.
-	if _, err := r.kv.Create(ctx, rec.ID, data); err != nil {
+	wctx, span := storeSpan(ctx, "job record write", rec.ID)
+	_, err = r.kv.Create(wctx, rec.ID, data)
+	endSpan(span, err)
+	if err != nil {
 		return jobs.Record{}, storeError(err)
 	}
-	if _, err := r.js.Publish(ctx, r.subject+rec.ID, body, jetstream.WithMsgID(rec.ID)); err != nil {
+	if err := r.publish(ctx, rec.ID, body); err != nil {
 		// Maybe stored after all (the answer lost): then the job runs and
 		// writes its record again.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -70,7 +70,7 @@ func consume(t *testing.T, r *jsstore.Runner) *natsjs.Source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := natsjs.New(pool, r.Consumer(), r.Handle)
+	src, err := natsjs.New(pool, r.Consumer(), r.TracedHandle())
 	if err != nil {
 		t.Fatal(err)
 	}

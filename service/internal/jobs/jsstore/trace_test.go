@@ -1,0 +1,81 @@
+package jsstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/jobs/jobstest"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// TestAJobsTraceCrossesRunners: a job submitted inside a request's span
+// on one runner and run by another's Source makes one trace: the record
+// write and the publish are children of the request, the run a child of
+// the publish (its context carried in the message's headers), marked with
+// the job's id, kind, attempt and outcome.
+func TestAJobsTraceCrossesRunners(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+	})
+
+	c := newCluster(t)
+	front, back := c.runner(t, jsConfig()), c.runner(t, jsConfig())
+	ctx, request := tp.Tracer("test").Start(context.Background(), "POST /v1/jobs")
+	job, err := front.Submit(ctx, jobstest.Factorial(5))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	consume(t, back)
+	eventually(t, front, job.ID, jobs.Succeeded)
+
+	byName := func(name string) sdktrace.ReadOnlySpan {
+		for range 500 {
+			for _, s := range rec.Ended() {
+				if s.Name() == name {
+					return s
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("no span %q in %d spans", name, len(rec.Ended()))
+		return nil
+	}
+	write, pub, run := byName("job record write"), byName("jobs."+job.ID+" publish"), byName("jobs."+job.ID+" process")
+	reqID := request.SpanContext()
+	for _, s := range []sdktrace.ReadOnlySpan{write, pub, run} {
+		if s.SpanContext().TraceID() != reqID.TraceID() {
+			t.Fatalf("%s is in trace %v, not the request's %v", s.Name(), s.SpanContext().TraceID(), reqID.TraceID())
+		}
+	}
+	if write.Parent().SpanID() != reqID.SpanID() || pub.Parent().SpanID() != reqID.SpanID() {
+		t.Fatal("the record write or the publish is not a child of the request")
+	}
+	if run.Parent().SpanID() != pub.SpanContext().SpanID() {
+		t.Fatalf("the run's parent is %v, not the publish %v", run.Parent().SpanID(), pub.SpanContext().SpanID())
+	}
+	want := map[string]string{"crewd.job.id": job.ID, "crewd.job.kind": "factorial", "crewd.job.attempt": "1", "crewd.job.outcome": "succeeded"}
+	for _, kv := range run.Attributes() {
+		if w, ok := want[string(kv.Key)]; ok {
+			if kv.Value.Emit() != w {
+				t.Fatalf("%s = %s, want %s", kv.Key, kv.Value.Emit(), w)
+			}
+			delete(want, string(kv.Key))
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("the run's span lacks %v: %v", want, run.Attributes())
+	}
+}

@@ -1,0 +1,108 @@
+package tracing_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/crew-go/crew/service/internal/tracing"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestEnabledByTheStandardVariables(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"OTEL_SERVICE_NAME": "crewd"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+	} {
+		if got := tracing.Enabled(env(c.env)); got != c.want {
+			t.Errorf("Enabled(%v) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+// TestOffIsANoOp: with nothing set, Setup installs nothing: spans are
+// OpenTelemetry's no-ops.
+func TestOffIsANoOp(t *testing.T) {
+	stop, err := tracing.Setup(context.Background(), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	_, span := otel.Tracer("t").Start(context.Background(), "x")
+	defer span.End()
+	if span.SpanContext().IsValid() {
+		t.Fatal("a real span with tracing off")
+	}
+}
+
+// TestSpansReachTheOTLPEndpoint: with OTEL_EXPORTER_OTLP_ENDPOINT set, a
+// span ends up POSTed to <endpoint>/v1/traces as OTLP protobuf, at the
+// latest when Setup's shutdown flushes; the propagator is W3C.
+func TestSpansReachTheOTLPEndpoint(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" && len(b) > 0 {
+			got.Add(1)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "crewd-test")
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	defer func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) }()
+
+	stop, err := tracing.Setup(context.Background(), func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := otel.Tracer("t").Start(context.Background(), "x")
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	span.End()
+	if err := stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got.Load() == 0 {
+		t.Fatal("no OTLP export reached the endpoint")
+	}
+	if carrier["traceparent"] == "" || !trace.SpanContextFromContext(ctx).IsSampled() {
+		t.Fatalf("propagated %v; sampled %v", carrier, trace.SpanContextFromContext(ctx).IsSampled())
+	}
+}
+
+// TestLogLinesCarryTheTrace: a line logged with a span's context names
+// its trace and span; one without a span does not.
+func TestLogLinesCarryTheTrace(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(&buf, nil))).With("component", "api")
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	log.InfoContext(ctx, "inside")
+	log.Info("outside")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"`) ||
+		!strings.Contains(lines[0], `"component":"api"`) || strings.Contains(lines[1], "trace_id") {
+		t.Fatalf("lines:\n%s", buf.String())
+	}
+}
