@@ -178,11 +178,13 @@ expect_failure "helm: a stream name crewd refuses" "crewd/nats/stream.: 'jobs.x'
   helm template crewd "$CHART" --set crewd.nats.stream=jobs.x
 expect_failure "helm (values.schema.json): workers that are not a number" "crewd/workers.: 'abc' does not match pattern" \
   helm template crewd "$CHART" --set crewd.workers=abc
+expect_failure "helm (values.schema.json): a tracing endpoint that is not a URL" "crewd/tracing/endpoint.: 'collector' does not match pattern" \
+  helm template crewd "$CHART" --set crewd.tracing.endpoint=collector
 expect_failure "helm (values.schema.json): an HPA with minReplicas 0" 'autoscaling/minReplicas.: minimum: got 0, want 1' \
   helm template crewd "$CHART" --set autoscaling.minReplicas=0
 expect_failure "helm: ackWait under a second" 'crewd.nats.ackWait = "500ms": want at least 1s' \
   helm template crewd "$CHART" --set crewd.nats.ackWait=500ms
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, workers not a number, an HPA from 0 (the last four by values.schema.json), a short ack wait: each refused with its message"
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, workers not a number, a tracing endpoint not a URL, an HPA from 0 (the last four by values.schema.json), a short ack wait: each refused with its message"
 
 # Every install the repo ships keeps the 202 promise: either crewd's jobs go
 # to a shared NATS with the stream and bucket created R3 (CREW_NATS_URL set,
