@@ -139,7 +139,7 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 				span.SetStatus(codes.Error, http.StatusText(sw.code))
 			}
 			if a.Metrics != nil {
-				a.Metrics.observe(route, r.Method, sw.code, time.Since(start))
+				a.Metrics.observe(r.Context(), route, r.Method, sw.code, time.Since(start))
 			}
 			if a.Log != nil {
 				a.Log.DebugContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))

@@ -55,4 +55,29 @@ func TestRequestSpanIsNamedByTheRoute(t *testing.T) {
 	if status != "404" || strings.Contains(s.Name(), "0123456789abcdef") {
 		t.Fatalf("status %q, name %q", status, s.Name())
 	}
+
+	// The duration histogram keeps the sampled request's trace id as an
+	// exemplar.
+	families, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range families {
+		if mf.GetName() != "crewd_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, b := range m.GetHistogram().GetBucket() {
+				for _, l := range b.GetExemplar().GetLabel() {
+					if l.GetName() == "trace_id" && l.GetValue() == "4bf92f3577b34da6a3ce929d0e0e4736" {
+						found = true
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no exemplar with the request's trace id on crewd_http_request_duration_seconds")
+	}
 }

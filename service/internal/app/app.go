@@ -358,7 +358,9 @@ func settings(cfg config.Config) jsstore.Settings {
 
 func adminMux(reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// OpenMetrics on request (Prometheus asks for it when exemplar storage
+	// is on): the request histogram's exemplars carry trace ids.
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
