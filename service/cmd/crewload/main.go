@@ -1,5 +1,7 @@
 // Command crewload drives a running crewd and reports throughput, latency
-// p50/p99/max and status counts:
+// p50/p99/p99.9/max and status counts. With -rate the load is open: each
+// request's latency counts from when it was due, and requests sent late
+// (every client busy) are counted:
 //
 //	crewload -url http://localhost:8080 -mode factorial -numbers 1024 -duration 10s -concurrency 16
 //	crewload -mode jobs -requests 1000 -rate 200
@@ -26,7 +28,7 @@ func main() {
 	flag.DurationVar(&o.Duration, "duration", 0, "how long to send (or -requests)")
 	flag.IntVar(&o.Requests, "requests", 0, "how many requests to send (or -duration)")
 	flag.IntVar(&o.Concurrency, "concurrency", 8, "clients sending at once")
-	flag.Float64Var(&o.Rate, "rate", 0, "requests per second in all; 0: as fast as the clients go")
+	flag.Float64Var(&o.Rate, "rate", 0, "requests per second in all, each timed from when it was due; 0: as fast as the clients go")
 	flag.DurationVar(&o.Progress, "progress", time.Second, "how often to print progress; 0: never")
 	flag.StringVar(&o.Sleep, "sleep", "", "jobs mode: sleep jobs of durations spread over this range (5ms-20ms), in place of -job")
 	flag.BoolVar(&o.Wait, "wait", false, "jobs mode: wait for every accepted job to end, and report the rate they ended at")

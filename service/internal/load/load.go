@@ -23,8 +23,12 @@ type Options struct {
 	Duration    time.Duration // how long to send; 0 with Requests
 	Requests    int           // how many requests; 0 with Duration
 	Concurrency int           // clients sending at once
-	Rate        float64       // requests per second in all; 0: as fast as the clients go
-	Progress    time.Duration // how often to print progress; 0: never
+	// Rate is requests per second in all; 0: as fast as the clients go.
+	// With a rate the load is open: request i is due at i/Rate from the
+	// start, and its latency counts from then, so a client that sends late
+	// (all clients busy) adds its delay instead of hiding it.
+	Rate     float64
+	Progress time.Duration // how often to print progress; 0: never
 	// Sleep, when set ("5ms-20ms", or one duration), makes each job a sleep
 	// job of a duration spread evenly over the range, in place of Job.
 	Sleep string
@@ -91,12 +95,15 @@ func sleepOf(i int64, lo, hi time.Duration) time.Duration {
 
 // Report is what a run measured.
 type Report struct {
-	Requests      int
-	Elapsed       time.Duration
-	P50, P99, Max time.Duration
-	Status        map[int]int    // answers by status code
-	Errors        map[string]int // requests without an answer, by error
-	Jobs          *JobsReport    // with Wait
+	Requests            int
+	Elapsed             time.Duration
+	P50, P99, P999, Max time.Duration
+	// Late is, with a rate, how many requests were sent more than a
+	// millisecond after they were due: the clients could not keep up.
+	Late   int
+	Status map[int]int    // answers by status code
+	Errors map[string]int // requests without an answer, by error
+	Jobs   *JobsReport    // with Wait
 }
 
 // JobsReport is what -wait measured of the jobs accepted.
@@ -149,7 +156,10 @@ func (r Report) Throughput() float64 {
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "requests   %d in %v: %.1f/s\n", r.Requests, r.Elapsed.Round(time.Millisecond), r.Throughput())
-	fmt.Fprintf(&b, "latency    p50 %v  p99 %v  max %v\n", r.P50, r.P99, r.Max)
+	fmt.Fprintf(&b, "latency    p50 %v  p99 %v  p99.9 %v  max %v\n", r.P50, r.P99, r.P999, r.Max)
+	if r.Late > 0 {
+		fmt.Fprintf(&b, "late       %d requests sent over 1ms after they were due\n", r.Late)
+	}
 	codes := make([]int, 0, len(r.Status))
 	for c := range r.Status {
 		codes = append(codes, c)
@@ -201,6 +211,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 		ids     []string      // the jobs accepted (-wait)
 		work    time.Duration // their sleeps
 		lastOK  time.Time     // the last 202
+		late    atomic.Int64
 	)
 	var interval time.Duration
 	if o.Rate > 0 {
@@ -213,8 +224,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 				if o.Requests > 0 && i >= int64(o.Requests) || ctx.Err() != nil {
 					return
 				}
+				var t0 time.Time // when the latency counts from
 				if interval > 0 {
-					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+					due := start.Add(time.Duration(i) * interval)
+					if wait := time.Until(due); wait > 0 {
 						t := time.NewTimer(wait)
 						select {
 						case <-t.C:
@@ -222,7 +235,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 							t.Stop()
 							return
 						}
+					} else if -wait > time.Millisecond {
+						late.Add(1)
 					}
+					t0 = due
 				}
 				path, body := "/v1/factorial", factorial
 				var sleep time.Duration
@@ -233,7 +249,9 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 						body = `{"kind":"sleep","duration":"` + sleep.String() + `"}`
 					}
 				}
-				t0 := time.Now()
+				if interval == 0 {
+					t0 = time.Now()
+				}
 				code, answer, err := send(ctx, client, o.URL+path, body)
 				d := time.Since(t0)
 				if ctx.Err() != nil && err != nil {
@@ -278,11 +296,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	}
 	wg.Wait()
 	close(stopped)
-	r := Report{Elapsed: time.Since(start), Status: status, Errors: errs}
+	r := Report{Elapsed: time.Since(start), Status: status, Errors: errs, Late: int(late.Load())}
 	slices.Sort(lat)
 	r.Requests = len(lat)
 	if n := len(lat); n > 0 {
-		r.P50, r.P99, r.Max = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
+		r.P50, r.P99, r.P999, r.Max = lat[n/2], lat[min(n-1, n*99/100)], lat[min(n-1, n*999/1000)], lat[n-1]
 	}
 	if o.Wait {
 		j := &JobsReport{Accepted: len(ids), Work: work, Workers: o.Workers}

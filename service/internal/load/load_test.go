@@ -47,7 +47,7 @@ func TestRunCountsEveryAnswer(t *testing.T) {
 	if r.Requests != 200 || r.Status[202] != 100 || r.Status[200] != 90 || r.Status[503] != 10 || len(r.Errors) != 0 {
 		t.Fatalf("report: %+v", r)
 	}
-	if r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 || !strings.Contains(r.String(), "p99") {
+	if r.P50 <= 0 || r.P99 < r.P50 || r.P999 < r.P99 || r.Max < r.P999 || !strings.Contains(r.String(), "p99.9") {
 		t.Fatalf("latencies: %+v\n%s", r, r)
 	}
 	// A rate of 200/s for 20 requests takes about 100 ms, not less.
@@ -57,6 +57,26 @@ func TestRunCountsEveryAnswer(t *testing.T) {
 	}
 	if d := time.Since(start); d < 90*time.Millisecond {
 		t.Fatalf("20 requests at 200/s took %v", d)
+	}
+}
+
+// TestRateIsOpenLoop: with -rate a request's latency counts from when it
+// was due, so a client that falls behind a slow server shows the delay
+// (coordinated omission) and the report counts the late sends.
+func TestRateIsOpenLoop(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+	}))
+	defer srv.Close()
+	// One client, a request due every millisecond, each taking 5 ms: the
+	// 20th is due at 19 ms and sent at about 95 ms.
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "factorial", Numbers: 1, Requests: 20,
+		Concurrency: 1, Rate: 1000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Max < 50*time.Millisecond || r.Late < 10 || !strings.Contains(r.String(), "late") {
+		t.Fatalf("a client behind by up to 75 ms: max %v, late %d\n%s", r.Max, r.Late, r)
 	}
 }
 
