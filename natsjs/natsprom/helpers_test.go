@@ -2,8 +2,10 @@ package natsprom_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
@@ -67,6 +69,21 @@ func newFixture(n int) (*fixture, error) {
 	for range n {
 		if _, err := js.Publish(ctx, "jobs.a", []byte("x")); err != nil {
 			return fail(err)
+		}
+	}
+	// The consumer, made before the publishes, counts them as pending a
+	// moment after the stream has stored them: wait for the count, so that
+	// a lag read at once is exact.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if info.NumPending == uint64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("the consumer counts %d pending of %d published after 10 s", info.NumPending, n))
 		}
 	}
 	if f.src, err = natsjs.New(pool, cons, func(context.Context, *natsjs.Msg) error { return nil }); err != nil {
