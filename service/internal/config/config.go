@@ -108,7 +108,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur := func(p *time.Duration, name, help string) { fs.DurationVar(p, name, *p, help+env(name)) }
 	str(&c.HTTPAddr, "http-addr", "address of the API and the probes (/healthz, /readyz)")
 	str(&c.AdminAddr, "admin-addr", "address of /metrics and /debug/pprof/")
-	fs.Var((*workers)(&c.Workers), "workers", "the pool's bound: task functions running at once, or \"quota\": the container's CPU quota rounded down, at least 1, for CPU-bound tasks under a quota below 2 CPUs (default GOMAXPROCS, which follows the CPU quota rounded up, at least 2)"+env("workers"))
+	fs.Var((*workers)(&c.Workers), "workers", "the pool's bound: task functions running at once, or \"quota\": the container's CPU quota rounded down, at least 1, for CPU-bound tasks under a quota below 1 CPU (default GOMAXPROCS, which follows the CPU quota rounded up, at least 2)"+env("workers"))
 	num(&c.Queue, "queue", "tasks that may wait for a worker; a full queue answers 503 with Retry-After")
 	dur(&c.IdleTimeout, "idle-timeout", "an idle worker exits after this")
 	num(&c.MaxNumbers, "max-numbers", "numbers in one POST /v1/factorial")
