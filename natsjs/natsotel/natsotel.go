@@ -33,7 +33,18 @@ const ScopeName = "github.com/crew-go/crew/natsjs/natsotel"
 const (
 	AttrDeliveryAttempt = attribute.Key("messaging.nats.delivery_attempt")
 	AttrStreamSequence  = attribute.Key("messaging.nats.stream_sequence")
+	// AttrLink marks a link: "previous attempt" on a run's link to the
+	// message's earlier run.
+	AttrLink = attribute.Key("crew.link")
 )
+
+// PreviousAttempt is the link from a run's span to the span of the same
+// message's earlier run, sc: what Handler adds with WithPreviousRun, and
+// what a handler that finds the earlier run itself (in its own record)
+// adds to its span with AddLink.
+func PreviousAttempt(sc trace.SpanContext) trace.Link {
+	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLink.String("previous attempt")}}
+}
 
 // Header adapts nats.Header to propagation.TextMapCarrier.
 type Header nats.Header
@@ -177,8 +188,7 @@ func Handler(h natsjs.Handler, opts ...Option) natsjs.Handler {
 		}
 		if c.previous != nil && m.Attempt() > 1 {
 			if sc, ok := c.previous(ctx, m); ok && sc.IsValid() {
-				startOpts = append(startOpts, trace.WithLinks(trace.Link{SpanContext: sc,
-					Attributes: []attribute.KeyValue{attribute.String("crew.link", "previous attempt")}}))
+				startOpts = append(startOpts, trace.WithLinks(PreviousAttempt(sc)))
 			}
 		}
 		ctx, span := tracer.Start(parent, m.Subject()+" process", startOpts...)

@@ -54,6 +54,11 @@ type Record struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Finished is when the job's end was recorded; durable jobs only.
 	Finished time.Time `json:"finished,omitzero"`
+	// Trace is the W3C traceparent of the span of the job's latest run,
+	// when crewd's tracing is on and that run was sampled: its trace id
+	// finds the job's whole trace (request, publish, every run) in the
+	// trace backend, and the next run's span links to it. Durable jobs only.
+	Trace string `json:"trace,omitempty"`
 }
 
 // State is a job's state; the terminal ones are all but Queued and Running.

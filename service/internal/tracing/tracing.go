@@ -6,7 +6,7 @@
 // over OTLP/HTTP (the exporter reads the endpoint, headers, timeout and
 // protocol variables itself), sampled as OTEL_TRACES_SAMPLER and
 // OTEL_TRACES_SAMPLER_ARG say (read by the SDK; default: parent-based,
-// always on), under OTEL_SERVICE_NAME (default crewd) and
+// always on), under OTEL_SERVICE_NAME (default crewd), the host's name and
 // OTEL_RESOURCE_ATTRIBUTES, with W3C trace context and baggage as the
 // propagators.
 package tracing
@@ -42,10 +42,20 @@ func Setup(ctx context.Context, getenv func(string) string) (shutdown func(conte
 	if err != nil {
 		return nil, err
 	}
+	// host.name tells the replicas apart (a pod's name in Kubernetes, the
+	// container's hostname in compose).
+	detected, err := resource.New(ctx, resource.WithHost(), resource.WithTelemetrySDK())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, err
+	}
 	res, err := resource.Merge(
 		resource.NewSchemaless(semconv.ServiceName("crewd")),
-		resource.Environment(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
+		detected,
 	)
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, err
+	}
+	res, err = resource.Merge(res, resource.Environment()) // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES win
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,10 +62,22 @@ func TestOffIsANoOp(t *testing.T) {
 // latest when Setup's shutdown flushes; the propagator is W3C.
 func TestSpansReachTheOTLPEndpoint(t *testing.T) {
 	var got atomic.Int64
+	resources := make(chan map[string]string, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" && len(b) > 0 {
+		var req collectortrace.ExportTraceServiceRequest
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" && proto.Unmarshal(b, &req) == nil {
 			got.Add(1)
+			for _, rs := range req.GetResourceSpans() {
+				attrs := map[string]string{}
+				for _, kv := range rs.GetResource().GetAttributes() {
+					attrs[kv.GetKey()] = kv.GetValue().GetStringValue()
+				}
+				select {
+				case resources <- attrs:
+				default:
+				}
+			}
 		}
 	}))
 	defer srv.Close()
@@ -84,6 +99,10 @@ func TestSpansReachTheOTLPEndpoint(t *testing.T) {
 	}
 	if got.Load() == 0 {
 		t.Fatal("no OTLP export reached the endpoint")
+	}
+	host, _ := os.Hostname()
+	if res := <-resources; res["service.name"] != "crewd-test" || res["host.name"] != host {
+		t.Fatalf("resource %v: want service.name crewd-test (OTEL_SERVICE_NAME) and host.name %s (the replica)", res, host)
 	}
 	if carrier["traceparent"] == "" || !trace.SpanContextFromContext(ctx).IsSampled() {
 		t.Fatalf("propagated %v; sampled %v", carrier, trace.SpanContextFromContext(ctx).IsSampled())

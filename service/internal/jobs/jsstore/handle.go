@@ -84,7 +84,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		return r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
 	}
 	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
-	runAttributes(ctx, rec)
+	rec.Trace = runTrace(ctx, rec)
 	// Only over the record just read: a run of the same job elsewhere (a
 	// redelivery after a lost lease) that ended meanwhile is not undone.
 	rev, err = r.swap(wctx, rec, rev)

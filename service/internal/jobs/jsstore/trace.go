@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -19,7 +20,8 @@ import (
 // (package api) is the parent of the record write and of the publish
 // (natsotel), whose W3C context travels in the message's headers; each run
 // (TracedHandle) is a child of the publish on whichever crewd pulls the
-// job, with its id, kind, attempt and outcome.
+// job, with its id, kind, attempt and outcome, and linked to the job's
+// previous run when it runs again (runTrace).
 
 // TracerName is the instrumentation scope of the job store's spans.
 const TracerName = "github.com/crew-go/crew/service/internal/jobs/jsstore"
@@ -60,9 +62,26 @@ func (r *Runner) TracedHandle() natsjs.Handler {
 	return natsotel.Handler(r.Handle)
 }
 
-// runAttributes marks the run's span with the job.
-func runAttributes(ctx context.Context, rec jobs.Record) {
-	trace.SpanFromContext(ctx).SetAttributes(AttrJobID.String(rec.ID), AttrJobKind.String(rec.Kind), AttrJobAttempt.Int(rec.Attempts))
+// runTrace marks the run's span with the job, links it to the span of the
+// job's previous run (the record keeps that run's traceparent: a
+// redelivered message carries only its publish's context), and returns
+// what the record keeps of this run for the next: its traceparent when
+// it is sampled, else what it held.
+func runTrace(ctx context.Context, rec jobs.Record) string {
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(AttrJobID.String(rec.ID), AttrJobKind.String(rec.Kind), AttrJobAttempt.Int(rec.Attempts))
+	if rec.Trace != "" {
+		prev := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": rec.Trace})
+		if sc := trace.SpanContextFromContext(prev); sc.IsValid() {
+			span.AddLink(natsotel.PreviousAttempt(sc))
+		}
+	}
+	if !span.SpanContext().IsSampled() {
+		return rec.Trace
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
 }
 
 // runOutcome marks the run's span with how the job ended.

@@ -2,6 +2,7 @@ package jsstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -77,5 +78,61 @@ func TestAJobsTraceCrossesRunners(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Fatalf("the run's span lacks %v: %v", want, run.Attributes())
+	}
+}
+
+// TestARunLinksToTheJobsPreviousRun: the record keeps the traceparent of
+// the job's latest sampled run, and a run after an interrupted one links
+// to it (a redelivered message carries only its publish's context).
+func TestARunLinksToTheJobsPreviousRun(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	traceparent := func(ctx context.Context) string {
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, c)
+		return c["traceparent"]
+	}
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	long := jobs.Spec{Kind: "sleep", Duration: jobs.Duration(time.Minute), Timeout: jobs.Duration(time.Minute)}
+	job := submit(t, r, long)
+	body, _ := json.Marshal(long)
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	ctx1, run1 := tp.Tracer("test").Start(runCtx, "run 1")
+	done := make(chan error, 1)
+	go func() { done <- r.HandleDelivery(ctx1, "jobs."+job.ID, body) }()
+	if got := eventually(t, r, job.ID, jobs.Running); got.Trace != traceparent(ctx1) {
+		t.Fatalf("running record's trace %q, want the run's %q", got.Trace, traceparent(ctx1))
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("an interrupted run returned nil")
+	}
+	run1.End()
+
+	ctx2, run2 := tp.Tracer("test").Start(context.Background(), "run 2")
+	short, _ := json.Marshal(jobstest.Sleep(time.Millisecond))
+	if err := r.HandleDelivery(ctx2, "jobs."+job.ID, short); err != nil {
+		t.Fatal(err)
+	}
+	run2.End()
+	if got := eventually(t, r, job.ID, jobs.Succeeded); got.Trace != traceparent(ctx2) || got.Attempts != 2 {
+		t.Fatalf("finished record: %+v, want attempt 2 and the second run's trace %q", got, traceparent(ctx2))
+	}
+	var second sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "run 2" {
+			second = s
+		}
+	}
+	if second == nil {
+		t.Fatal("no span of the second run")
+	}
+	links := second.Links()
+	if len(links) != 1 || links[0].SpanContext.SpanID() != run1.SpanContext().SpanID() ||
+		len(links[0].Attributes) != 1 || links[0].Attributes[0].Value.AsString() != "previous attempt" {
+		t.Fatalf("the second run's links: %+v, want one to the first run %v", links, run1.SpanContext().SpanID())
 	}
 }
