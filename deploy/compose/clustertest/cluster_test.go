@@ -112,20 +112,11 @@ func phase(t *testing.T, what string, since time.Time) {
 // its followers current.
 func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *cluster {
 	t0 := time.Now()
-	crewdImage, natsImage := "crewd:clustertest", "crew-nats:clustertest"
-	buildCrewd := crewdImage
-	if set.crewdImage != "" {
-		crewdImage, buildCrewd = set.crewdImage, "-"
-		t.Logf("crewd image %s, as it is (CLUSTER_CREWD_IMAGE)", crewdImage)
-	}
-	build := exec.CommandContext(ctx, filepath.Join("..", "build-images.sh"), buildCrewd, natsImage)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build-images.sh: %v\n%s", err, out)
-	}
+	crewdImage := buildImages(ctx, t, set)
 	phase(t, "images built", t0)
 
 	t0 = time.Now()
-	cl := &cluster{c: newCompose(t, crewdImage, natsImage), client: client, monitor: map[string]string{},
+	cl := &cluster{c: newCompose(t, crewdImage, natsImage, otelcolImage), client: client, monitor: map[string]string{},
 		reps: &replicas{names: crewds, addr: map[string]string{}, down: map[string]bool{}}}
 	if _, err := cl.c.run(ctx, "up", "-d"); err != nil {
 		t.Fatal(err)
@@ -142,6 +133,29 @@ func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *c
 	cl.leader = waitStreams(ctx, t, client, cl.monitor, 60*time.Second)
 	phase(t, fmt.Sprintf("cluster up, stream %s R3 led by %s", stream, cl.leader), t0)
 	return cl
+}
+
+// The images the tests run, built from the tree (crewd's unless
+// CLUSTER_CREWD_IMAGE names one).
+const (
+	natsImage    = "crew-nats:clustertest"
+	otelcolImage = "crew-otelcol:clustertest"
+)
+
+// buildImages builds the images (nothing is pulled) and returns crewd's.
+func buildImages(ctx context.Context, t *testing.T, set settings) string {
+	t.Helper()
+	crewdImage := "crewd:clustertest"
+	buildCrewd := crewdImage
+	if set.crewdImage != "" {
+		crewdImage, buildCrewd = set.crewdImage, "-"
+		t.Logf("crewd image %s, as it is (CLUSTER_CREWD_IMAGE)", crewdImage)
+	}
+	build := exec.CommandContext(ctx, filepath.Join("..", "build-images.sh"), buildCrewd, natsImage, otelcolImage)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build-images.sh: %v\n%s", err, out)
+	}
+	return crewdImage
 }
 
 // waitReady waits until a crewd answers 200 on /readyz, and takes its API

@@ -1,11 +1,13 @@
 package clustertest
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +31,7 @@ type compose struct {
 // newCompose finds compose (the docker plugin, else docker-compose), and
 // registers the teardown: "down -v" even when the test fails, after
 // printing every service's last log lines.
-func newCompose(t *testing.T, crewdImage, natsImage string) *compose {
+func newCompose(t *testing.T, crewdImage, natsImage, otelcolImage string, env ...string) *compose {
 	t.Helper()
 	dir, err := filepath.Abs("..")
 	if err != nil {
@@ -47,11 +49,13 @@ func newCompose(t *testing.T, crewdImage, natsImage string) *compose {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	c := &compose{t: t, cmd: cmd, dir: dir, project: "crewclustertest" + hex.EncodeToString(b[:])}
-	c.env = append(os.Environ(), "CREWD_IMAGE="+crewdImage, "NATS_IMAGE="+natsImage)
+	c.env = append(os.Environ(), "CREWD_IMAGE="+crewdImage, "NATS_IMAGE="+natsImage, "OTELCOL_IMAGE="+otelcolImage)
 	for _, v := range []string{"CREWD1_PORT", "CREWD2_PORT", "CREWD3_PORT", "CREWD1_ADMIN_PORT", "CREWD2_ADMIN_PORT", "CREWD3_ADMIN_PORT",
-		"NATS1_CLIENT_PORT", "NATS2_CLIENT_PORT", "NATS3_CLIENT_PORT", "NATS1_MONITOR_PORT", "NATS2_MONITOR_PORT", "NATS3_MONITOR_PORT"} {
+		"NATS1_CLIENT_PORT", "NATS2_CLIENT_PORT", "NATS3_CLIENT_PORT", "NATS1_MONITOR_PORT", "NATS2_MONITOR_PORT", "NATS3_MONITOR_PORT",
+		"OTELCOL_PORT"} {
 		c.env = append(c.env, v+"=") // empty: any free port
 	}
+	c.env = append(c.env, env...)
 	t.Cleanup(c.down)
 	return c
 }
@@ -78,11 +82,13 @@ func (c *compose) exec(ctx context.Context, name string, args ...string) (string
 	return strings.TrimSpace(out.String()), nil
 }
 
-// containers resolves the id of every service's container, once: an id
+// containers resolves the id of services' containers, once: an id
 // stays the same across kill and start, and docker is much faster than
 // compose at the commands that follow.
 func (c *compose) containers(ctx context.Context, services ...string) error {
-	c.ids = map[string]string{}
+	if c.ids == nil {
+		c.ids = map[string]string{}
+	}
 	for _, s := range services {
 		id, err := c.run(ctx, "ps", "-q", s)
 		if err == nil && id == "" {
@@ -139,6 +145,22 @@ func (c *compose) stop(ctx context.Context, service string) error {
 func (c *compose) start(ctx context.Context, service string) error {
 	_, err := c.docker(ctx, "start", c.ids[service])
 	return err
+}
+
+// file reads one file out of a service's container (docker cp, which
+// works on a scratch image: there is no shell to cat with).
+func (c *compose) file(ctx context.Context, service, path string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "docker", "cp", c.ids[service]+":"+path, "-")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("docker cp %s:%s: %v: %s", service, path, err, strings.TrimSpace(errOut.String()))
+	}
+	tr := tar.NewReader(&out) // docker cp writes a tar stream to stdout
+	if _, err := tr.Next(); err != nil {
+		return nil, fmt.Errorf("docker cp %s:%s: %v", service, path, err)
+	}
+	return io.ReadAll(tr)
 }
 
 // down prints the logs when the test failed, then removes the project's

@@ -11,8 +11,17 @@
 // answer a read at least every 5 s through each NATS fault; it prints
 // accepted, succeeded, jobs run twice and the longest stall.
 //
-// The test needs a Docker engine with compose and about two minutes (plus
-// the images' build), so it runs only with CREW_CLUSTER_TEST=1
-// (deploy/compose/cluster-test.sh sets it); otherwise it skips. The package
+// TestTrace brings up the trace backend (an OpenTelemetry Collector writing
+// spans to a file), crewd1 and the nats-servers; posts a job to crewd1 in a
+// trace of its own, starts crewd2, stops crewd1 while the job runs, and
+// requires the collector's file to hold the job's whole trace: crewd1's
+// server span under the client's, the record write and the publish under
+// it, the interrupted run on crewd1 and the run on crewd2 under the
+// publish, with the job's id, attempt and outcome, the second run linked
+// to the first.
+//
+// The tests need a Docker engine with compose and about two minutes (plus
+// the images' build), so they run only with CREW_CLUSTER_TEST=1
+// (deploy/compose/cluster-test.sh sets it); otherwise they skip. The package
 // has no code of its own.
 package clustertest

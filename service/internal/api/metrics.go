@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crew-go/crew/service/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics are the HTTP request metrics, by route (the pattern, never the
@@ -31,21 +31,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observe counts a request and its duration; a request inside a sampled
-// span leaves its trace id as the duration's exemplar (shown in the
-// OpenMetrics exposition: Accept: application/openmetrics-text), so that a
-// slow bucket leads to a trace.
+// observe counts a request and its duration, with the request's trace as
+// the duration's exemplar (tracing.Observe).
 func (m *Metrics) observe(ctx context.Context, route, method string, code int, d time.Duration) {
 	if code == 0 {
 		code = 200
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
-	h := m.duration.WithLabelValues(route)
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-		if e, ok := h.(prometheus.ExemplarObserver); ok {
-			e.ObserveWithExemplar(d.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
-			return
-		}
-	}
-	h.Observe(d.Seconds())
+	tracing.Observe(ctx, m.duration.WithLabelValues(route), d.Seconds())
 }

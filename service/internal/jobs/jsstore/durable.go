@@ -13,7 +13,6 @@ import (
 	"github.com/crew-go/crew/service/internal/natsd"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Settings say where the jobs go: which NATS servers, or the embedded
@@ -215,36 +214,6 @@ func (d *Durable) Ready() error {
 // storeGrace is how long the store may be out before /readyz fails: more
 // than a stream's leader election (JetStream waits 4 to 9 s).
 const storeGrace = 10 * time.Second
-
-// Metrics exports the store's availability as /readyz sees it, and
-// the jobs handed back for an outage (natsjs_messages_total{outcome=
-// "unavailable"} counts them too, by stream).
-func (d *Durable) Metrics() prometheus.Collector {
-	return storeCollector{d.runner}
-}
-
-type storeCollector struct{ r *Runner }
-
-var (
-	storeUpDesc = prometheus.NewDesc("crewd_job_store_up",
-		"1 while the job store (the jobs' stream and the records' bucket) answers this replica, 0 during an outage.", nil, nil)
-	storeHandBacksDesc = prometheus.NewDesc("crewd_job_store_unavailable_total",
-		"Jobs handed back without costing an attempt because the job store could not be reached.", nil, nil)
-)
-
-func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- storeUpDesc
-	ch <- storeHandBacksDesc
-}
-
-func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
-	up := 1.0
-	if _, err := c.r.StoreDown(); err != nil {
-		up = 0
-	}
-	ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, up)
-	ch <- prometheus.MustNewConstMetric(storeHandBacksDesc, prometheus.CounterValue, float64(c.r.StoreHandBacks()))
-}
 
 // Live says why the process is of no more use, for /healthz: its NATS
 // connection was closed for good (not by crewd's own stop).

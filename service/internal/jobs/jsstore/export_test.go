@@ -3,6 +3,8 @@ package jsstore
 import (
 	"context"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // HandleDelivery runs Handle's logic on a delivery made up by a test.
@@ -12,3 +14,7 @@ func (r *Runner) HandleDelivery(ctx context.Context, subject string, data []byte
 
 // HandleProbe records a probe's outcome, as WatchStore does.
 func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
+
+// Collector is the store's metrics of r alone (Durable.Metrics without a
+// Durable).
+func (r *Runner) Collector() prometheus.Collector { return storeCollector{r} }

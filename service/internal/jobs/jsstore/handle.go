@@ -100,13 +100,25 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	}
 
 	jctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	started := time.Now()
 	v, err := spec.Run(jctx)
+	ran := time.Since(started)
 	timedOut := errors.Is(context.Cause(jctx), errTimedOut)
 	cancel()
+	outcome := string(jobs.Failed)
 	switch {
 	case err == nil:
-		return r.finish(ctx, rec, jobs.Succeeded, v, "")
+		outcome = string(jobs.Succeeded)
 	case ctx.Err() != nil:
+		outcome = interrupted
+	case timedOut:
+		outcome = string(jobs.TimedOut)
+	}
+	r.observeRun(ctx, spec.Kind, outcome, ran)
+	switch outcome {
+	case string(jobs.Succeeded):
+		return r.finish(ctx, rec, jobs.Succeeded, v, "")
+	case interrupted:
 		// Interrupted, not failed: queued again, to run again here or
 		// elsewhere.
 		why := context.Cause(ctx)
@@ -114,14 +126,14 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 			why = ctx.Err()
 		}
 		rec.State, rec.Error = jobs.Queued, "interrupted ("+why.Error()+"), to run again"
-		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String("interrupted"))
+		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(interrupted))
 		// Unless another run has written it since (the lease lost, the job
 		// redelivered); if this fails, the record says running until the
 		// next run.
 		_, _ = r.swap(wctx, rec, rev)
 		r.counts.requeued.Add(1)
 		return fmt.Errorf("job %s interrupted: %w", id, why)
-	case timedOut:
+	case string(jobs.TimedOut):
 		return r.finish(ctx, rec, jobs.TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
 	default:
 		return r.finish(ctx, rec, jobs.Failed, nil, err.Error())

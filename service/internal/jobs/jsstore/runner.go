@@ -13,6 +13,7 @@ import (
 	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Runner runs jobs through a JetStream stream, with their records
@@ -47,6 +48,7 @@ type Runner struct {
 	maxAttempts                int
 	log                        *slog.Logger
 	counts                     outcomeCounts
+	runs                       *prometheus.HistogramVec // crewd_job_run_seconds
 }
 
 var _ jobs.KeyedRunner = (*Runner)(nil)
@@ -100,6 +102,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
 		health:         storeHealth{log: cfg.Log},
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
+		runs: newRunHistogram(),
 	}
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/crew-go/crew/service/internal/jobs/jobstest"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -134,5 +135,36 @@ func TestARunLinksToTheJobsPreviousRun(t *testing.T) {
 	if len(links) != 1 || links[0].SpanContext.SpanID() != run1.SpanContext().SpanID() ||
 		len(links[0].Attributes) != 1 || links[0].Attributes[0].Value.AsString() != "previous attempt" {
 		t.Fatalf("the second run's links: %+v, want one to the first run %v", links, run1.SpanContext().SpanID())
+	}
+
+	// Each run's time, by kind and outcome, its trace as exemplar.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exemplars := map[string]string{} // outcome -> trace id
+	for _, mf := range mfs {
+		if mf.GetName() != "crewd_job_run_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] != "sleep" || m.GetHistogram().GetSampleCount() != 1 {
+				t.Fatalf("crewd_job_run_seconds%v: %d runs, want 1 of kind sleep", labels, m.GetHistogram().GetSampleCount())
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				for _, l := range b.GetExemplar().GetLabel() {
+					exemplars[labels["outcome"]] = l.GetValue()
+				}
+			}
+		}
+	}
+	if exemplars["interrupted"] != run1.SpanContext().TraceID().String() || exemplars["succeeded"] != run2.SpanContext().TraceID().String() {
+		t.Fatalf("crewd_job_run_seconds exemplars by outcome %v, want each run's trace", exemplars)
 	}
 }
