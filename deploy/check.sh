@@ -135,7 +135,18 @@ for o in base overlays/dev overlays/prod overlays/keda; do
   NS_OF[$name]=${ns:-crewd-check}
   ok "$name: $(count "$R/$name.yaml") objects: $(docs "$R/$name.yaml" | jq -r .kind | sort | uniq -c | awk '{printf "%s%s×%s", sep, $2, $1; sep=", "}')"
 done
-pass "render: ${#HELM_VARIANTS[@]} helm variants lint --strict clean and render; 4 kustomize builds (base, dev, prod, keda)"
+# The tracing component on prod, as a user adds it (components:).
+mkdir -p "$WORK/kustomize-traced"
+cat >"$WORK/kustomize-traced/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [$DEPLOY/kustomize/overlays/prod]
+components: [$DEPLOY/kustomize/components/tracing]
+EOF
+kustomize build "$WORK/kustomize-traced" >"$R/kustomize-prod-traced.yaml"
+NS_OF[kustomize-prod-traced]=crewd
+ok "kustomize-prod-traced (prod + components/tracing): $(count "$R/kustomize-prod-traced.yaml") objects"
+pass "render: ${#HELM_VARIANTS[@]} helm variants lint --strict clean and render; 5 kustomize builds (base, dev, prod, keda, prod with tracing)"
 
 # The chart refuses contradictory values, with a message saying why.
 expect_failure "helm: HPA and KEDA both on" 'hpa.enabled and autoscaling.keda.enabled are both true' \
@@ -273,6 +284,23 @@ out=$(refs_check "$DEPLOY/testdata/bad-refs.yaml")
 ok "rejected: testdata/bad-refs.yaml, all three:"
 grep '^FAIL' <<<"$out" | sed 's/^/        /'
 pass "references: $n port/target references resolve (Service targetPorts, probes, NetworkPolicy, ServiceMonitor/PodMonitor, scrape annotation, scaleTargetRef); a Service to a missing port, a ServiceMonitor on a missing port and an HPA on a missing Deployment are rejected"
+
+step "4c. traces: a NetworkPolicy lets crewd reach its collector"
+egress_check() { docs "$1" | jq -s -r -f "$DEPLOY/checks/egress.jq"; }
+n=0
+for f in "$R"/*.yaml; do
+  out=$(egress_check "$f")
+  [ -n "$out" ] || continue
+  if grep -q '^FAIL' <<<"$out"; then printf '%s\n' "$out" >&2; die "traces: $(basename "$f")"; fi
+  n=$((n + $(wc -l <<<"$out")))
+  ok "$(basename "$f" .yaml): ${out#ok }"
+done
+[ "$n" -ge 2 ] || die "traces: want the chart's hpa-all variant and kustomize-prod-traced to send traces, found $n containers"
+out=$(egress_check "$DEPLOY/testdata/bad-egress.yaml")
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; die "traces: testdata/bad-egress.yaml must fail twice"; }
+ok "rejected: testdata/bad-egress.yaml, both Deployments:"
+sed 's/^/        /' <<<"$out"
+pass "traces: $n tracing crewd containers may reach their collector's port and DNS through their NetworkPolicy; a policy without the port, and one without DNS, are rejected"
 
 # ---------------------------------------------------------------------------
 step "5. kube-score"
