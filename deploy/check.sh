@@ -137,11 +137,12 @@ for o in base overlays/dev overlays/prod overlays/keda; do
 done
 # The tracing component on prod, as a user adds it (components:).
 mkdir -p "$WORK/kustomize-traced"
+rel=$(realpath --relative-to="$WORK/kustomize-traced" "$DEPLOY/kustomize") # kustomize refuses absolute paths
 cat >"$WORK/kustomize-traced/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
-resources: [$DEPLOY/kustomize/overlays/prod]
-components: [$DEPLOY/kustomize/components/tracing]
+resources: [$rel/overlays/prod]
+components: [$rel/components/tracing]
 EOF
 kustomize build "$WORK/kustomize-traced" >"$R/kustomize-prod-traced.yaml"
 NS_OF[kustomize-prod-traced]=crewd
