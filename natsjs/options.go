@@ -159,8 +159,11 @@ func WithHeartbeat(fraction float64) Option {
 }
 
 // WithDoubleAck makes every ack wait for the server's confirmation
-// (DoubleAck): a message acked without error is not redelivered. It costs a
-// round trip per message.
+// (DoubleAck): a message counted acked is not redelivered, and Run and
+// Shutdown return only once every ack is confirmed. The wait is off the
+// pool's slot (the next message starts at the handler's return), but the
+// message stays held, in Stats and against the window, until the answer
+// comes: a round trip per message, not spent by the pool.
 func WithDoubleAck() Option {
 	return optionFunc(func(o *options) error {
 		o.doubleAck = true

@@ -75,18 +75,17 @@ func (m *Msg) run(ctx context.Context) (err error) {
 
 // settle acks, naks, hands back or terms a message whose handler returned.
 func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err error) {
+	if err == nil && s.o.doubleAck {
+		// The confirmation is awaited off the pool's slot, which the next
+		// message may take at once; m stays held (counted, and waited for
+		// by Run and Shutdown) until it comes.
+		go s.confirmAck(m)
+		return
+	}
 	defer s.release(m)
 	switch {
 	case err == nil:
-		var aerr error
-		if s.o.doubleAck {
-			ctx, cancel := context.WithTimeout(context.Background(), s.ackWait)
-			aerr = m.raw.DoubleAck(ctx)
-			cancel()
-		} else {
-			aerr = m.raw.Ack()
-		}
-		if aerr != nil {
+		if aerr := m.raw.Ack(); aerr != nil {
 			s.logWarn("ack failed; the message will be redelivered", m, aerr)
 			return
 		}
@@ -130,6 +129,19 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 	default:
 		s.nakLater(m, err)
 	}
+}
+
+// confirmAck acks m and waits for the server's confirmation (WithDoubleAck),
+// then releases it.
+func (s *Source) confirmAck(m *Msg) {
+	defer s.release(m)
+	ctx, cancel := context.WithTimeout(context.Background(), s.ackWait)
+	defer cancel()
+	if err := m.raw.DoubleAck(ctx); err != nil {
+		s.logWarn("ack failed; the message will be redelivered", m, err)
+		return
+	}
+	s.c.acked.Add(1)
 }
 
 // nakLater naks a failed message with the backoff of its attempt.

@@ -186,3 +186,46 @@ func TestRunReturnsTheClosedConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestDoubleAckConfirmedBeforeShutdownReturns: with WithDoubleAck the
+// confirmation is awaited off the pool's slot, but a message stays held
+// until it comes: once Shutdown returns, every message handled is counted
+// acked and the server holds none unacknowledged.
+func TestDoubleAckConfirmedBeforeShutdownReturns(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 5*time.Second, 5)
+	const n = 1000
+	e.publish(t, "jobs.a", n)
+	pool := newPool(t, 4)
+	got := newSeen()
+	last := make(chan struct{})
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		got.add(m.StreamSeq())
+		if got.distinct() == n {
+			close(last)
+		}
+		return nil
+	}, natsjs.WithDoubleAck())
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	select { // Shutdown as the last handler returns: its ack not confirmed yet
+	case <-last:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%d of %d messages handled", got.distinct(), n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := src.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if st := src.Stats(); st.Acked != n || st.InFlight != 0 {
+		t.Fatalf("after Shutdown: %v, want %d acked and none in flight", st, n)
+	}
+	if info := consumerInfo(t, cons); info.NumAckPending != 0 {
+		t.Fatalf("after Shutdown the server still waits for %d acks", info.NumAckPending)
+	}
+}

@@ -18,3 +18,9 @@ func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
 // Collector is the store's metrics of r alone (Durable.Metrics without a
 // Durable).
 func (r *Runner) Collector() prometheus.Collector { return storeCollector{r} }
+
+// HandleFirstDelivery runs Handle's logic on a first delivery made up by a
+// test: the run starts while its start is recorded.
+func (r *Runner) HandleFirstDelivery(ctx context.Context, subject string, data []byte) error {
+	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now(), attempt: 1})
+}

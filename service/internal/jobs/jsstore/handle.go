@@ -26,15 +26,24 @@ var errTimedOut = errors.New("job timed out")
 // outcome (succeeded, failed, timed_out), is recorded and acked: a job is
 // run again only when its run was interrupted, never for failing, and at
 // most MaxAttempts runs are started. An outage of the store is not the
-// job's failure: before the run the job is handed back (natsjs.Unavailable)
-// with no attempt counted; after it, the record of its end is written again
-// while the job's lease holds, rather than run the job again.
+// job's failure: a job whose start cannot be recorded is handed back
+// (natsjs.Unavailable) with no attempt counted; after its run, the record
+// of its end is written again while the job's lease holds, rather than run
+// the job again.
+//
+// A job's first delivery starts its run at once and records the start
+// meanwhile (mark): the record's read and the running write, two round
+// trips to the store, are off the run's slot. Should the record say the job
+// must not run (already ended, its attempts spent) or cannot be written,
+// the run is cancelled and the delivery settled as above; that run never
+// counts, and at-least-once allows its start. A redelivery, which more
+// likely finds the job ended, reads the record before it runs.
 func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	if md, err := m.Raw().Metadata(); err == nil {
 		published = md.Timestamp
 	}
-	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), published: published})
+	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()})
 }
 
 // delivery is what handle needs of a message.
@@ -42,7 +51,12 @@ type delivery struct {
 	subject   string
 	data      []byte
 	published time.Time
+	attempt   int // the server's delivery count, 1 for the first (0: not known)
 }
+
+// errNotMarked cancels a first delivery's run whose start could not be
+// recorded, or must not be.
+var errNotMarked = errors.New("job's start not recorded")
 
 func (r *Runner) handle(ctx context.Context, d delivery) error {
 	id, ok := strings.CutPrefix(d.subject, r.subject)
@@ -50,6 +64,58 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}
+	var spec jobs.Spec
+	var timeout time.Duration
+	var bad string // why the spec cannot run
+	dec := json.NewDecoder(bytes.NewReader(d.data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		spec, bad = jobs.Spec{}, "undecodable job: "+err.Error()
+	} else if timeout, err = spec.Validate(r.defaultTimeout, r.maxTimeout); err != nil {
+		bad = err.Error()
+	}
+	var run jobRun
+	var m marking
+	if d.attempt == 1 && bad == "" {
+		runCtx, stop := context.WithCancelCause(ctx)
+		marked := make(chan marking, 1)
+		go func() {
+			m := r.mark(ctx, id, d, spec.Kind, "")
+			if m.settled {
+				stop(errNotMarked)
+			}
+			marked <- m
+		}()
+		run = runJob(runCtx, spec, timeout)
+		stop(nil)
+		m = <-marked
+	} else {
+		m = r.mark(ctx, id, d, spec.Kind, bad)
+		if !m.settled {
+			run = runJob(ctx, spec, timeout)
+		}
+	}
+	if m.settled {
+		return m.err
+	}
+	return r.ended(ctx, m, spec.Kind, run, timeout)
+}
+
+// marking is what mark found: the record marked running at rev, or the
+// delivery settled (err nil: ack; else nak) without a run that counts.
+type marking struct {
+	rec     jobs.Record
+	rev     uint64
+	settled bool
+	err     error
+}
+
+// mark reads the job's record and writes it running, one more attempt:
+// unless it already ended (acked, not run), the spec is bad (says why)
+// or its runs were all interrupted as often as allowed (failed, acked), or
+// the store cannot be reached (handed back, no attempt counted).
+func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string) marking {
+	settle := func(err error) marking { return marking{settled: true, err: err} }
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
 	rec, rev, err := r.load(ctx, id)
@@ -62,26 +128,21 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		// lost and Submit deleted it): the message is the job.
 		rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
 	case err != nil:
-		return r.unavailable(err)
+		return settle(r.unavailable(err))
 	case rec.State.Terminal():
 		r.counts.skipped.Add(1)
-		return nil
+		return settle(nil)
 	}
-	var spec jobs.Spec
-	dec := json.NewDecoder(bytes.NewReader(d.data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return r.finish(ctx, rec, jobs.Failed, nil, "undecodable job: "+err.Error())
+	if kind != "" {
+		rec.Kind = kind
 	}
-	rec.Kind = spec.Kind
-	timeout, err := spec.Validate(r.defaultTimeout, r.maxTimeout)
-	if err != nil {
-		return r.finish(ctx, rec, jobs.Failed, nil, err.Error())
+	if bad != "" {
+		return settle(r.finish(ctx, rec, jobs.Failed, nil, bad))
 	}
 	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
 		// Its runs were all interrupted: a job that kills its process would
 		// otherwise be retried for ever.
-		return r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts))
+		return settle(r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts)))
 	}
 	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
 	rec.Trace = runTrace(ctx, rec)
@@ -91,33 +152,51 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	if errors.Is(err, errChanged) {
 		if again, _, lerr := r.load(ctx, id); lerr == nil && again.State.Terminal() {
 			r.counts.skipped.Add(1)
-			return nil
+			return settle(nil)
 		}
 		rev, err = r.put(wctx, rec)
 	}
 	if err != nil {
-		return r.unavailable(err) // not run: no attempt spent
+		return settle(r.unavailable(err)) // no attempt spent
 	}
+	return marking{rec: rec, rev: rev}
+}
 
+// jobRun is how one run went.
+type jobRun struct {
+	value    any
+	err      error
+	took     time.Duration
+	timedOut bool // ended by the job's own timeout
+}
+
+// runJob runs spec within its timeout.
+func runJob(ctx context.Context, spec jobs.Spec, timeout time.Duration) jobRun {
 	jctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
 	started := time.Now()
 	v, err := spec.Run(jctx)
-	ran := time.Since(started)
-	timedOut := errors.Is(context.Cause(jctx), errTimedOut)
-	cancel()
+	return jobRun{value: v, err: err, took: time.Since(started), timedOut: errors.Is(context.Cause(jctx), errTimedOut)}
+}
+
+// ended records how a marked run ended: its end (succeeded, failed,
+// timed_out), or, interrupted by ctx (a hard stop, a lost lease), the job
+// queued again and handed back to run again.
+func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, timeout time.Duration) error {
+	rec := m.rec
 	outcome := string(jobs.Failed)
 	switch {
-	case err == nil:
+	case run.err == nil:
 		outcome = string(jobs.Succeeded)
 	case ctx.Err() != nil:
 		outcome = interrupted
-	case timedOut:
+	case run.timedOut:
 		outcome = string(jobs.TimedOut)
 	}
-	r.observeRun(ctx, spec.Kind, outcome, ran)
+	r.observeRun(ctx, kind, outcome, run.took)
 	switch outcome {
 	case string(jobs.Succeeded):
-		return r.finish(ctx, rec, jobs.Succeeded, v, "")
+		return r.finish(ctx, rec, jobs.Succeeded, run.value, "")
 	case interrupted:
 		// Interrupted, not failed: queued again, to run again here or
 		// elsewhere.
@@ -130,13 +209,13 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		// Unless another run has written it since (the lease lost, the job
 		// redelivered); if this fails, the record says running until the
 		// next run.
-		_, _ = r.swap(wctx, rec, rev)
+		_, _ = r.swap(context.WithoutCancel(ctx), rec, m.rev)
 		r.counts.requeued.Add(1)
-		return fmt.Errorf("job %s interrupted: %w", id, why)
+		return fmt.Errorf("job %s interrupted: %w", rec.ID, why)
 	case string(jobs.TimedOut):
 		return r.finish(ctx, rec, jobs.TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
 	default:
-		return r.finish(ctx, rec, jobs.Failed, nil, err.Error())
+		return r.finish(ctx, rec, jobs.Failed, nil, run.err.Error())
 	}
 }
 
