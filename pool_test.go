@@ -3,6 +3,7 @@ package crew_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -447,6 +448,54 @@ func TestObserverSeesEveryTask(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestObservedTasksAreCounted: with an observer, Stats already counts a
+// short task when it is observed, even on a worker that goes straight on
+// to a task that holds it (the batched count would otherwise wait for the
+// worker to find the queue empty).
+func TestObservedTasksAreCounted(t *testing.T) {
+	var p *crew.Pool
+	var mu sync.Mutex
+	var lagged []string
+	observed := 0
+	p = newPool(t, crew.WithWorkers(1), crew.WithQueueSize(200), crew.WithObserver(func(o crew.Observation) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed++
+		if st := p.Stats(); st.Succeeded < uint64(observed) {
+			lagged = append(lagged, fmt.Sprintf("%d observed, %d counted", observed, st.Succeeded))
+		}
+	}))
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if err := p.Go(func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := make(chan struct{})
+	if err := p.Go(func() { <-gate }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().Busy != 1 || p.Stats().Queued != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the holding task did not start: %v", p.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	st := p.Stats() // the worker is held: nothing flushes its count now
+	close(gate)
+	mu.Lock()
+	defer mu.Unlock()
+	if st.Succeeded != 100 || len(lagged) > 0 {
+		t.Fatalf("held after 100 observed tasks: %v; lags seen: %v", st, lagged)
+	}
 }
 
 func TestTaskContextCarriesSubmitValuesNotCancellation(t *testing.T) {

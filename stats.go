@@ -44,8 +44,9 @@ type Stats struct {
 // InFlight is the number of accepted tasks not yet terminal: queued or
 // running. A worker busy with a stream of short tasks adds the ones that
 // succeeded to Succeeded in batches of up to 64, and whenever it finds the
-// queue empty: until then they count as in flight. The counts of an idle or
-// stopped pool are exact.
+// queue empty: until then they count as in flight (with WithObserver, each
+// is added before it is observed). The counts of an idle or stopped pool
+// are exact.
 func (s Stats) InFlight() uint64 {
 	return s.Submitted - s.Succeeded - s.Failed - s.Panicked - s.TimedOut - s.Canceled - s.Dropped - s.Rejected
 }
