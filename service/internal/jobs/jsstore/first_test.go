@@ -3,14 +3,11 @@ package jsstore_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/service/internal/jobs"
 	"github.com/crew-go/crew/service/internal/jobs/jobstest"
-	"github.com/crew-go/crew/service/internal/jobs/jsstore"
 )
 
 // A first delivery starts the run while the record is read and marked
@@ -70,44 +67,5 @@ func TestFirstDeliveryOfAnEndedJobIsCancelled(t *testing.T) {
 	}
 	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 1 {
 		t.Fatalf("record %+v, want attempt 1 untouched", got)
-	}
-}
-
-// TestStoreOutageCancelsAFirstDeliverysRun: a first delivery whose start
-// cannot be recorded is handed back as unavailable with no attempt
-// counted, its run cancelled rather than finished; once the store is back
-// the job runs as its first attempt.
-func TestStoreOutageCancelsAFirstDeliverysRun(t *testing.T) {
-	o := newOutageServer(t)
-	cfg := jsConfig()
-	cfg.StoreTimeout = 500 * time.Millisecond
-	ctx := context.Background()
-	r, err := jsstore.New(ctx, o.js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := jobs.Spec{Kind: "sleep", Duration: jobs.Duration(time.Minute), Timeout: jobs.Duration(time.Minute)}
-	rec := submit(t, r, long)
-	body, _ := json.Marshal(long)
-
-	o.down(t)
-	done := make(chan error, 1)
-	go func() { done <- r.HandleFirstDelivery(ctx, "jobs."+rec.ID, body) }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, natsjs.ErrUnavailable) {
-			t.Fatalf("a first delivery during the outage: %v, want it handed back as unavailable", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run went on although its start could not be recorded")
-	}
-	o.up(t)
-	waitStore(t, r)
-	short, _ := json.Marshal(jobstest.Sleep(time.Millisecond))
-	if err := r.HandleFirstDelivery(ctx, "jobs."+rec.ID, short); err != nil {
-		t.Fatal(err)
-	}
-	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 1 {
-		t.Fatalf("attempts %d after an outage and one run, want 1: %+v", got.Attempts, got)
 	}
 }

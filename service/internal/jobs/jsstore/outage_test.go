@@ -68,27 +68,35 @@ func waitStore(t *testing.T, r *jsstore.Runner) {
 	}
 }
 
+// outageRunner is a runner on an outage server, with the store's
+// timeout given.
+func outageRunner(t *testing.T, storeTimeout time.Duration) (*outageServer, *jsstore.Runner) {
+	t.Helper()
+	o := newOutageServer(t)
+	cfg := jsConfig()
+	cfg.StoreTimeout = storeTimeout
+	r, err := jsstore.New(context.Background(), o.js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, r
+}
+
 // TestStoreOutageCostsNoAttempt: a job delivered while the store cannot be
 // reached is handed back as unavailable (natsjs hands it back without
 // backoff, never dead-letters it) with no attempt counted; the runner says
 // the store is down (readiness, Submit and Get answer at once); once the
 // store is back the job runs as its first attempt.
 func TestStoreOutageCostsNoAttempt(t *testing.T) {
-	o := newOutageServer(t)
-	cfg := jsConfig()
-	cfg.StoreTimeout = 500 * time.Millisecond
+	o, r := outageRunner(t, 500*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := jsstore.New(ctx, o.js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := submit(t, r, jobstest.Factorial(4))
 	body, _ := json.Marshal(jobstest.Factorial(4))
 
 	o.down(t)
 	start := time.Now()
-	err = r.HandleDelivery(ctx, "jobs."+rec.ID, body)
+	err := r.HandleDelivery(ctx, "jobs."+rec.ID, body)
 	if !errors.Is(err, natsjs.ErrUnavailable) || !errors.Is(err, jobs.ErrUnavailable) {
 		t.Fatalf("a delivery during the outage: %v, want it handed back as unavailable", err)
 	}
@@ -130,14 +138,8 @@ func TestStoreOutageCostsNoAttempt(t *testing.T) {
 // it is back, the run is not repeated (one attempt) and the delivery is
 // acked.
 func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
-	o := newOutageServer(t)
-	cfg := jsConfig()
-	cfg.StoreTimeout = 300 * time.Millisecond
+	o, r := outageRunner(t, 300*time.Millisecond)
 	ctx := context.Background()
-	r, err := jsstore.New(ctx, o.js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	job := jobstest.Sleep(500 * time.Millisecond)
 	rec := submit(t, r, job)
 	body, _ := json.Marshal(job)
@@ -165,5 +167,38 @@ func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
 	got := eventually(t, r, rec.ID, jobs.Succeeded)
 	if got.Attempts != 1 || r.Outcomes().Succeeded != 1 {
 		t.Fatalf("want one attempt, succeeded: %+v, %+v", got, r.Outcomes())
+	}
+}
+
+// TestStoreOutageCancelsAFirstDeliverysRun: a first delivery whose start
+// cannot be recorded is handed back as unavailable with no attempt
+// counted, its run cancelled rather than finished; once the store is back
+// the job runs as its first attempt.
+func TestStoreOutageCancelsAFirstDeliverysRun(t *testing.T) {
+	o, r := outageRunner(t, 500*time.Millisecond)
+	ctx := context.Background()
+	long := jobs.Spec{Kind: "sleep", Duration: jobs.Duration(time.Minute), Timeout: jobs.Duration(time.Minute)}
+	rec := submit(t, r, long)
+	body, _ := json.Marshal(long)
+
+	o.down(t)
+	done := make(chan error, 1)
+	go func() { done <- r.HandleFirstDelivery(ctx, "jobs."+rec.ID, body) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, natsjs.ErrUnavailable) {
+			t.Fatalf("a first delivery during the outage: %v, want it handed back as unavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run went on although its start could not be recorded")
+	}
+	o.up(t)
+	waitStore(t, r)
+	short, _ := json.Marshal(jobstest.Sleep(time.Millisecond))
+	if err := r.HandleFirstDelivery(ctx, "jobs."+rec.ID, short); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 1 {
+		t.Fatalf("attempts %d after an outage and one run, want 1: %+v", got.Attempts, got)
 	}
 }
