@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,10 +201,11 @@ func TestDoubleAckConfirmedBeforeShutdownReturns(t *testing.T) {
 	pool := newPool(t, 4)
 	got := newSeen()
 	last := make(chan struct{})
+	var closeLast sync.Once // two handlers may both see the n-th
 	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
 		got.add(m.StreamSeq())
 		if got.distinct() == n {
-			close(last)
+			closeLast.Do(func() { close(last) })
 		}
 		return nil
 	}, natsjs.WithDoubleAck())
