@@ -24,7 +24,7 @@ type Collector struct {
 	src        *natsjs.Source
 	lagTimeout time.Duration
 
-	received, redelivered, outcomes, deadLetters, heartbeats, held, lag *prometheus.Desc
+	received, redelivered, outcomes, deadLetters, heartbeats, held, window, lag *prometheus.Desc
 }
 
 // Option configures NewCollector. Options are created by the With...
@@ -82,7 +82,8 @@ func NewCollector(src *natsjs.Source, opts ...Option) (*Collector, error) {
 	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (handed back after a short delay: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
 	c.deadLetters = desc("dead_letters_total", "Messages published to the dead-letter subject.")
 	c.heartbeats = desc("heartbeats_total", "Lease renewals (InProgress) sent.")
-	c.held = desc("messages_held", "Messages held now, by state: waiting (not started) or running.", "state")
+	c.held = desc("messages_held", "Messages held now, by state: waiting (not started) or running (started: its handler running, or its ack awaiting the server's confirmation).", "state")
+	c.window = desc("window", "The pull window of the last pull decision: messages not started the Source may hold beyond the pool's free slots (adaptive unless fixed by WithWindow).")
 	c.lag = desc("consumer_lag", "The consumer's lag on the server: messages not yet delivered plus messages delivered and not yet acked.")
 	return c, nil
 }
@@ -95,6 +96,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.deadLetters
 	ch <- c.heartbeats
 	ch <- c.held
+	ch <- c.window
 	if c.lagTimeout > 0 {
 		ch <- c.lag
 	}
@@ -118,6 +120,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.heartbeats, s.Heartbeats)
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(s.Unstarted), "waiting")
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(max(0, s.InFlight-s.Unstarted)), "running")
+	ch <- prometheus.MustNewConstMetric(c.window, prometheus.GaugeValue, float64(s.Window))
 	if c.lagTimeout > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), c.lagTimeout)
 		defer cancel()

@@ -68,7 +68,7 @@ natsjs_messages_total{consumer="crewd",outcome="lease_lost",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="naked",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="termed",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="unavailable",stream="jobs"} 0
-# HELP natsjs_messages_held Messages held now, by state: waiting (not started) or running.
+# HELP natsjs_messages_held Messages held now, by state: waiting (not started) or running (started: its handler running, or its ack awaiting the server's confirmation).
 # TYPE natsjs_messages_held gauge
 natsjs_messages_held{consumer="crewd",state="running",stream="jobs"} 0
 natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
@@ -76,8 +76,12 @@ natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "natsjs_messages_total", "natsjs_messages_held"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 13 {
-		t.Fatalf("%d series (%v), want 13", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
+		t.Fatalf("%d series (%v), want 14", n, err)
+	}
+	// The window of the last pull decision, as Stats has it.
+	if got, want := gaugeValue(t, reg, "natsjs_window"), float64(src.Stats().Window); got != want || want < 2 {
+		t.Fatalf("natsjs_window = %v, want Stats().Window %v (at least the minimum, 2)", got, want)
 	}
 }
 
@@ -105,4 +109,20 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: %v, %v; want ErrInvalidOption", name, c, err)
 		}
 	}
+}
+
+// gaugeValue is the value of the one series of gauge name in reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single %s series", name)
+	return 0
 }
