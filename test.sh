@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full test run, what CI runs (after .ci/install): go vet and
+# The full test run, what CI runs (after .ci/install): gofmt, go vet and
 # go test -race in every module, then the core's warm-burst liveness stress
 # without the race detector (millions of bursts at GOMAXPROCS 2, 4 and 8, in
 # 90 s; the long form is in the README), a 30 s fuzz run of the core, a quick
@@ -24,6 +24,12 @@ else
 fi
 for dir in "${mods[@]}"; do
   echo "== $dir"
+  unformatted=$(cd "$dir" && gofmt -l .)
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change these files in $dir:" >&2
+    echo "$unformatted" >&2
+    exit 1
+  fi
   (cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m ./...)
 done
 if [ $# -eq 0 ]; then
