@@ -64,7 +64,7 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 		return ExitConfig
 	}
 	// Traces, when the OTEL_* variables ask for them (see package tracing).
-	stopTracing, err := tracing.Setup(context.Background(), getenv)
+	stopTracing, err := tracing.Setup(context.Background(), getenv, log)
 	if err != nil {
 		httpLn.Close()
 		adminLn.Close()

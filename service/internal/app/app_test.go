@@ -66,13 +66,19 @@ type crewd struct {
 var banner = regexp.MustCompile(`API on http://(\S+), metrics on http://(\S+)/metrics`)
 
 // start runs Main with args (loopback listeners on free ports added) and
-// waits for its banner.
+// an empty environment, and waits for its banner.
 func start(t *testing.T, args ...string) *crewd {
+	t.Helper()
+	return startWith(t, func(string) string { return "" }, args...)
+}
+
+// startWith is start with the environment getenv.
+func startWith(t *testing.T, getenv func(string) string, args ...string) *crewd {
 	t.Helper()
 	c := &crewd{stop: make(chan os.Signal, 2), logs: &output{}, stderr: &output{}, exit: make(chan int, 1),
 		client: &http.Client{Timeout: 10 * time.Second}}
 	args = append([]string{"-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-shutdown-delay", "0s", "-shutdown-timeout", "5s"}, args...)
-	go func() { c.exit <- app.Main(args, func(string) string { return "" }, c.stop, c.logs, c.stderr) }()
+	go func() { c.exit <- app.Main(args, getenv, c.stop, c.logs, c.stderr) }()
 	t.Cleanup(func() {
 		select {
 		case <-c.exit:
@@ -182,6 +188,77 @@ func TestMainInMemory(t *testing.T) {
 	if !strings.Contains(c.stderr.String(), "terminated: readiness off") {
 		t.Fatalf("no stop line on stderr:\n%s", c.stderr)
 	}
+}
+
+// TestMainWithAStalledCollector: a trace collector that accepts
+// connections and never answers (down for the whole run) costs crewd
+// nothing it owes: requests and jobs are answered, and SIGTERM stops it
+// with exit 0 within its shutdown timeout plus the bounded final flush,
+// with a warning that the last spans were not exported.
+func TestMainWithAStalledCollector(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, conn := range held {
+			conn.Close()
+		}
+	})
+	// The exporter reads the process's environment itself.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50") // export (and stall) at once
+	c := startWith(t, os.Getenv, "-nats-url", "off", "-shutdown-timeout", "2s")
+	if !strings.Contains(c.logs.String(), `"tracing":true`) {
+		t.Fatalf("tracing is not on:\n%s", c.logs)
+	}
+	batch := func() {
+		t.Helper()
+		var b struct{ Count int }
+		if code := c.do(t, "POST", c.api+"/v1/factorial", `{"numbers":[3,4,5]}`, &b); code != http.StatusOK || b.Count != 3 {
+			t.Fatalf("POST /v1/factorial with the collector stalled: %d %+v", code, b)
+		}
+	}
+	// Spans until an export is stuck on the collector (else the test
+	// proves nothing), then more requests and a job while it is.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		batch()
+		mu.Lock()
+		stuck := len(held) > 0
+		mu.Unlock()
+		if stuck {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("crewd never tried the collector in 10 s: the test proves nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 20 {
+		batch()
+	}
+	c.job(t)
+	// term bounds the stop at 10 s: 2 s of shutdown, 5 s of final flush.
+	if code := c.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, c.logs)
+	}
+	c.logs.await(t, regexp.MustCompile(`tracing: the last spans were not all exported`))
 }
 
 // TestMainEmbeddedKeepsJobs: with the embedded JetStream server (the

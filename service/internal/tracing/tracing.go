@@ -14,6 +14,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -33,11 +34,16 @@ func Enabled(getenv func(string) string) bool {
 }
 
 // Setup installs the global TracerProvider and propagator when Enabled,
-// and returns what flushes and stops them (a no-op otherwise).
-func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
+// and returns what flushes and stops them (a no-op otherwise). The SDK's
+// own errors (an export that failed: the collector down or slow) go to log
+// as warnings, one line each, instead of plain lines on stderr.
+func Setup(ctx context.Context, getenv func(string) string, log *slog.Logger) (shutdown func(context.Context) error, err error) {
 	if !Enabled(getenv) {
 		return func(context.Context) error { return nil }, nil
 	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: spans not exported", "error", err)
+	}))
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, err

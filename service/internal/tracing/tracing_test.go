@@ -1,15 +1,19 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crew-go/crew/service/internal/tracing"
 	"go.opentelemetry.io/otel"
@@ -45,7 +49,7 @@ func TestEnabledByTheStandardVariables(t *testing.T) {
 // TestOffIsANoOp: with nothing set, Setup installs nothing: spans are
 // OpenTelemetry's no-ops.
 func TestOffIsANoOp(t *testing.T) {
-	stop, err := tracing.Setup(context.Background(), env(nil))
+	stop, err := tracing.Setup(context.Background(), env(nil), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func TestSpansReachTheOTLPEndpoint(t *testing.T) {
 	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
 	defer func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) }()
 
-	stop, err := tracing.Setup(context.Background(), func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}[k] })
+	stop, err := tracing.Setup(context.Background(), func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}[k] }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,4 +128,56 @@ func TestLogLinesCarryTheTrace(t *testing.T) {
 		!strings.Contains(lines[0], `"component":"api"`) || strings.Contains(lines[1], "trace_id") {
 		t.Fatalf("lines:\n%s", buf.String())
 	}
+}
+
+// TestExportErrorsAreLogged: with the collector unreachable, each failed
+// export is a warning in crewd's JSON log, not a plain line on stderr.
+func TestExportErrorsAreLogged(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+	t.Setenv("OTEL_BSP_EXPORT_TIMEOUT", "200")
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	defer func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) }()
+	var logs syncBuffer
+	stop, err := tracing.Setup(context.Background(), os.Getenv, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = stop(ctx) // fails: nothing to export to
+	}()
+	_, span := otel.Tracer("t").Start(context.Background(), "x")
+	span.End()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), `"level":"WARN","msg":"tracing: spans not exported"`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning for a failed export in 10 s; the log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the SDK's goroutine and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
