@@ -115,6 +115,13 @@ func (p *Pool) Close() error {
 
 // stop raises the stopping level to lv and does what it requires; why says
 // what asked for it, in the log.
+//
+// The first stop closes the queue and lifts a pause before it publishes the
+// level: whoever sees the pool stopping and its queue empty (a worker about
+// to exit, tryTerminate) then knows that no push can follow and that no
+// pause holds back what is queued. Published the other way round, the last
+// worker could exit and the pool terminate in between, and the pushes that
+// still got in stayed queued with no worker, while Shutdown returned nil.
 func (p *Pool) stop(lv int32, why string) {
 	var snap Stats
 	if p.cfg.logger != nil && p.level.Load() == levelOpen {
@@ -126,13 +133,14 @@ func (p *Pool) stop(lv int32, why string) {
 		p.mu.Unlock()
 		return
 	}
-	p.level.Store(lv)
-	p.paused.Store(false)
 	if prev == levelOpen {
 		p.q.close()
+		p.paused.Store(false)
 		close(p.closing)
 		p.stopLog = stopLog{start: snap, mode: why}
+		yieldpoint()
 	}
+	p.level.Store(lv)
 	p.mu.Unlock()
 	if l := p.cfg.logger; l != nil {
 		if prev == levelOpen {

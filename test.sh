@@ -2,7 +2,8 @@
 # The full test run, what CI runs (after .ci/install): gofmt, go vet and
 # go test -race in every module, then the core's warm-burst liveness stress
 # without the race detector (millions of bursts at GOMAXPROCS 2, 4 and 8, in
-# 90 s; the long form is in the README), a 30 s fuzz run of the core, a quick
+# 90 s; the long form is in the README), a stop racing Pause and Resume in
+# every mode (plain under -race, and widened), a 30 s fuzz run of the core, a quick
 # run of the benchmark suite (that its scenarios still run and draw),
 # crewd's container built, run and stopped, and the scale-out proof (three
 # crewd replicas on a three-node JetStream cluster in containers through a
@@ -36,6 +37,9 @@ if [ $# -eq 0 ]; then
   echo "== liveness: warm bursts under real threads, 20s plain and 10s with widened windows, at GOMAXPROCS 2, 4 and 8"
   go test -count=1 -run '^TestWarmBursts$' -bursts 20s -v . | grep -E 'bursts in|stranded|started after|^(ok|FAIL|---)'
   go test -count=1 -tags crewyield -run '^TestWarmBursts$' -bursts 10s -v . | grep -E 'bursts in|stranded|started after|^(ok|FAIL|---)'
+  echo "== safety: a stop racing Pause and Resume loses no task, 2s a mode plain and 2s widened, at GOMAXPROCS 2, 4 and 8"
+  go test -count=1 -race -run '^TestStopDuringPauseStorm$' -storm 2s -v . | grep -E 'stops|lost|^(ok|FAIL|---)'
+  go test -count=1 -tags crewyield -run '^TestStopDuringPauseStorm$' -storm 2s -v . | grep -E 'stops|lost|^(ok|FAIL|---)'
   echo "== fuzz: FuzzPoolOperations, 30s"
   go test -run '^$' -fuzz '^FuzzPoolOperations$' -fuzztime 30s .
   echo "== bench: crewbench -quick"
