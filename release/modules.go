@@ -19,6 +19,7 @@ var Modules = []Module{
 	{Path: "github.com/crew-go/crew/natsjs", Dir: "natsjs", Tag: "natsjs/"},
 	{Path: "github.com/crew-go/crew/natsjs/natsprom", Dir: "natsjs/natsprom", Tag: "natsjs/natsprom/"},
 	{Path: "github.com/crew-go/crew/natsjs/natsotel", Dir: "natsjs/natsotel", Tag: "natsjs/natsotel/"},
+	{Path: "github.com/crew-go/crew/jobs", Dir: "jobs", Tag: "jobs/"},
 	{Path: "github.com/crew-go/crew/service", Dir: "service", Tag: "service/"},
 }
 

@@ -20,7 +20,8 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
-	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/service/internal/kinds"
 )
 
 // API serves crewd's endpoints.
@@ -158,7 +159,7 @@ func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 	if len(req.Numbers) == 0 {
 		// {}, null, {"numbers":null} and {"numbers":[]} alike: a batch
 		// that computes nothing is a client's mistake, not a request.
-		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf(`"numbers" is required: an array of 1 to %d integers from 0 to %d`, a.MaxNumbers, jobs.MaxFactorial))
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf(`"numbers" is required: an array of 1 to %d integers from 0 to %d`, a.MaxNumbers, kinds.MaxFactorial))
 		return
 	}
 	if len(req.Numbers) > a.MaxNumbers {
@@ -166,8 +167,8 @@ func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, n := range req.Numbers {
-		if n < 0 || n > jobs.MaxFactorial {
-			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("numbers[%d] = %d: want 0 to %d (%d! overflows a uint64)", i, n, jobs.MaxFactorial, jobs.MaxFactorial+1))
+		if n < 0 || n > kinds.MaxFactorial {
+			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("numbers[%d] = %d: want 0 to %d (%d! overflows a uint64)", i, n, kinds.MaxFactorial, kinds.MaxFactorial+1))
 			return
 		}
 	}
@@ -202,17 +203,21 @@ func Factorials(ctx context.Context, pool *crew.Pool, numbers []int) ([]uint64, 
 	return crew.Map(ctx, pool, numbers, factorialTask, crew.NameTasks("factorial"))
 }
 
-func factorialTask(_ context.Context, n int) (uint64, error) { return jobs.Factorial(n), nil }
+func factorialTask(_ context.Context, n int) (uint64, error) { return kinds.Of(n), nil }
 
 func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
-	var spec jobs.Spec
-	if !a.decode(w, r, &spec, jobFields) {
+	var body map[string]json.RawMessage
+	if !a.decode(w, r, &body, jobFields) {
+		return
+	}
+	spec, err := jobSpec(body)
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	var (
 		rec      jobs.Record
 		replayed bool
-		err      error
 	)
 	if key, present, kerr := idempotencyKey(r.Header); kerr != nil {
 		a.fail(w, r, http.StatusBadRequest, kerr.Error())
@@ -248,6 +253,34 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+}
+
+// jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its
+// optional "timeout", and the rest of its fields as the kind's arguments,
+// which the kind checks (Submit's *jobs.InvalidError names the field at
+// fault).
+func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
+	var spec jobs.Spec
+	if raw, ok := body["kind"]; ok {
+		if err := json.Unmarshal(raw, &spec.Kind); err != nil {
+			return spec, fmt.Errorf(`"kind": want %s, got %.40s`, jobFields.want["kind"], raw)
+		}
+		delete(body, "kind")
+	}
+	if raw, ok := body["timeout"]; ok {
+		if err := json.Unmarshal(raw, &spec.Timeout); err != nil {
+			return spec, fmt.Errorf(`"timeout": want %s, got %.40s`, jobFields.want["timeout"], raw)
+		}
+		delete(body, "timeout")
+	}
+	if len(body) > 0 {
+		args, err := json.Marshal(body)
+		if err != nil {
+			return spec, err
+		}
+		spec.Args = args
+	}
+	return spec, nil
 }
 
 // idempotencyKey reads the Idempotency-Key header (draft-ietf-httpapi-
@@ -389,10 +422,9 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields b
 		}
 	}
 	var (
-		tooBig      *http.MaxBytesError
-		syntax      *json.SyntaxError
-		wrongType   *json.UnmarshalTypeError
-		badDuration *jobs.DurationError
+		tooBig    *http.MaxBytesError
+		syntax    *json.SyntaxError
+		wrongType *json.UnmarshalTypeError
 	)
 	switch {
 	case err == nil:
@@ -408,8 +440,6 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields b
 		a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
 	case errors.Is(err, io.EOF):
 		a.fail(w, r, http.StatusBadRequest, "empty body: want a JSON object")
-	case errors.As(err, &badDuration):
-		a.fail(w, r, http.StatusBadRequest, badDuration.Error())
 	case errors.As(err, &syntax):
 		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("malformed JSON near byte %d: want an object such as %s", syntax.Offset, fields.example))
 	case errors.As(err, &wrongType):
@@ -448,13 +478,13 @@ func (f bodyFields) names() string {
 var (
 	factorialFields = bodyFields{
 		example: `{"numbers":[1,2,3]}`,
-		want:    map[string]string{"numbers": fmt.Sprintf("an array of integers from 0 to %d", jobs.MaxFactorial)},
+		want:    map[string]string{"numbers": fmt.Sprintf("an array of integers from 0 to %d", kinds.MaxFactorial)},
 	}
 	jobFields = bodyFields{
 		example: `{"kind":"sleep","duration":"50ms"}`,
 		want: map[string]string{
 			"kind":     "a string: sleep or factorial",
-			"n":        fmt.Sprintf("an integer from 0 to %d", jobs.MaxFactorial),
+			"n":        fmt.Sprintf("an integer from 0 to %d", kinds.MaxFactorial),
 			"duration": `a duration as a string such as "50ms"`,
 			"timeout":  `a duration as a string such as "2s"`,
 		},

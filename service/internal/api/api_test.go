@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/memjobs"
 	"github.com/crew-go/crew/service/internal/api"
-	"github.com/crew-go/crew/service/internal/jobs"
-	"github.com/crew-go/crew/service/internal/jobs/memstore"
+	"github.com/crew-go/crew/service/internal/kinds"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -37,7 +38,7 @@ func newFixture(t *testing.T, opts ...crew.Option) *fixture {
 	reg := prometheus.NewRegistry()
 	a := &api.API{
 		Pool:       pool,
-		Jobs:       &memstore.Runner{Pool: pool, Store: memstore.NewStore(100, time.Hour, nil, nil), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+		Jobs:       &memjobs.Runner{Pool: pool, Store: memjobs.NewStore(100, time.Hour, nil, nil), Kinds: kinds.New(), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
 		MaxNumbers: 1024, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: 2 * time.Second,
 		Metrics: api.NewMetrics(reg),
 	}
@@ -159,14 +160,14 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		{"job without kind", "POST", "/v1/jobs", `{}`, 400, `"kind" is required`},
 		{"unknown kind", "POST", "/v1/jobs", `{"kind":"mine"}`, 400, `kind "mine"`},
 		{"sleep without duration", "POST", "/v1/jobs", `{"kind":"sleep"}`, 400, `"duration" is required for sleep jobs`},
-		{"bad duration", "POST", "/v1/jobs", `{"kind":"sleep","duration":"soon"}`, 400, `"duration" and "timeout" want a string such as "50ms", "2s" or "1m", got "soon"`},
-		{"duration as number", "POST", "/v1/jobs", `{"kind":"sleep","duration":50}`, 400, `want a string such as "50ms", "2s" or "1m", got 50`},
-		{"kind as number", "POST", "/v1/jobs", `{"kind":7}`, 400, `"kind": want a string: sleep or factorial, got a JSON number`},
-		{"n as string", "POST", "/v1/jobs", `{"kind":"factorial","n":"5"}`, 400, `"n": want an integer from 0 to 20, got a JSON string`},
-		{"unknown job field", "POST", "/v1/jobs", `{"kind":"factorial","n":5,"x":1}`, 400, `unknown field "x": want only "duration", "kind", "n", "timeout"`},
+		{"bad duration", "POST", "/v1/jobs", `{"kind":"sleep","duration":"soon"}`, 400, `sleep job: "duration": want a duration such as "50ms", "2s" or "1m", got "soon"`},
+		{"duration as number", "POST", "/v1/jobs", `{"kind":"sleep","duration":50}`, 400, `"duration": want a duration such as "50ms", "2s" or "1m", got 50`},
+		{"kind as number", "POST", "/v1/jobs", `{"kind":7}`, 400, `"kind": want a string: sleep or factorial, got 7`},
+		{"n as string", "POST", "/v1/jobs", `{"kind":"factorial","n":"5"}`, 400, `factorial job: "n": want an integer, got a JSON string`},
+		{"unknown job field", "POST", "/v1/jobs", `{"kind":"factorial","n":5,"x":1}`, 400, `factorial job: unknown field "x"`},
 		{"factorial without n", "POST", "/v1/jobs", `{"kind":"factorial"}`, 400, `"n" from 0 to 20`},
 		{"timeout too long", "POST", "/v1/jobs", `{"kind":"factorial","n":3,"timeout":"2h"}`, 400, "timeout 2h0m0s"},
-		{"mixed fields", "POST", "/v1/jobs", `{"kind":"factorial","n":3,"duration":"1s"}`, 400, `"duration" is for sleep jobs`},
+		{"mixed fields", "POST", "/v1/jobs", `{"kind":"factorial","n":3,"duration":"1s"}`, 400, `factorial job: unknown field "duration"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := f.do(t, tc.method, tc.path, tc.body)

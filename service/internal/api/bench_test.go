@@ -13,7 +13,7 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/service/internal/api"
-	"github.com/crew-go/crew/service/internal/jobs"
+	"github.com/crew-go/crew/service/internal/kinds"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -27,7 +27,7 @@ var strategies = map[string]func(ctx context.Context, pool *crew.Pool, numbers [
 		g, _ := errgroup.WithContext(ctx)
 		g.SetLimit(workers)
 		for i, n := range numbers {
-			g.Go(func() error { out[i] = jobs.Factorial(n); return nil })
+			g.Go(func() error { out[i] = kinds.Of(n); return nil })
 		}
 		return out, g.Wait()
 	},
@@ -35,7 +35,7 @@ var strategies = map[string]func(ctx context.Context, pool *crew.Pool, numbers [
 		out := make([]uint64, len(numbers))
 		var wg sync.WaitGroup
 		for i, n := range numbers {
-			wg.Go(func() { out[i] = jobs.Factorial(n) })
+			wg.Go(func() { out[i] = kinds.Of(n) })
 		}
 		wg.Wait()
 		return out, nil

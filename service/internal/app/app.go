@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/crew-go/crew/jobs/memjobs"
 	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
-	"github.com/crew-go/crew/service/internal/jobs"
-	"github.com/crew-go/crew/service/internal/jobs/jsstore"
-	"github.com/crew-go/crew/service/internal/jobs/memstore"
+	"github.com/crew-go/crew/service/internal/durable"
+	"github.com/crew-go/crew/service/internal/kinds"
 	"github.com/crew-go/crew/service/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -130,19 +132,19 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	}
 	// The jobs: through JetStream (the default), or in memory.
 	var (
-		store *memstore.Store
-		d     *jsstore.Durable
+		store *memjobs.Store
+		d     *durable.Durable
 		where = "memory (lost with the process: -nats-url=off)"
 	)
 	if cfg.Durable() {
 		set := settings(cfg)
-		d, err = jsstore.Start(set, log, pool)
+		d, err = durable.Start(set, log, pool)
 		if err != nil {
 			_ = pool.Close()
 			httpLn.Close()
 			adminLn.Close()
 			fmt.Fprintf(errOut, "crewd: %v\n", err)
-			if errors.Is(err, jsstore.ErrDataDir) {
+			if errors.Is(err, durable.ErrDataDir) {
 				return ExitConfig
 			}
 			return ExitFailed
@@ -159,10 +161,10 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
 		}, []string{"reason"})
 		reg.MustRegister(evicted)
-		store = memstore.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
+		store = memjobs.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
 			evicted.WithLabelValues(reason).Add(float64(n))
 		})
-		a.Jobs = &memstore.Runner{Pool: pool, Store: store, DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
+		a.Jobs = &memjobs.Runner{Pool: pool, Store: store, Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
 	fmt.Fprintf(errOut, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
@@ -237,7 +239,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // last, so that /metrics answers throughout. A second signal cuts it short:
 // the pool stops hard at once (running jobs handed back) and the rest
 // closes.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *jsstore.Durable) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *durable.Durable) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -318,7 +320,7 @@ func deadlineOf(ctx context.Context) time.Time {
 // and in memory every job record's state; through JetStream what this
 // process's runs ended in, the jobs left in the stream and the Source's
 // counts.
-func summary(log *slog.Logger, pool *crew.Pool, store *memstore.Store, d *jsstore.Durable, err error, code int) {
+func summary(log *slog.Logger, pool *crew.Pool, store *memjobs.Store, d *durable.Durable, err error, code int) {
 	s := pool.Stats()
 	args := []any{"exit_code", code, "pool", s}
 	if d != nil {
@@ -344,14 +346,14 @@ func quota() string {
 }
 
 // settings are where cfg sends the jobs.
-func settings(cfg config.Config) jsstore.Settings {
-	return jsstore.Settings{
+func settings(cfg config.Config) durable.Settings {
+	return durable.Settings{
 		URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
-		Config: jsstore.Config{
+		Config: jsjobs.Config{
 			Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
 			Replicas: cfg.NATSReplicas, Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
 			AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
-			DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+			Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		},
 	}
 }

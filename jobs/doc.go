@@ -1,0 +1,25 @@
+// Package jobs is durable background jobs on a crew pool: a Go program
+// registers its kinds of job, each with typed arguments and result and the
+// function that runs it, and submits jobs that run at least once, with
+// their records read back by id.
+//
+// A kind is a type that implements Args, registered once:
+//
+//	type Resize struct{ URL string `json:"url"`; Width int `json:"width"` }
+//	func (Resize) Kind() string { return "resize" }
+//
+//	var kinds jobs.Kinds
+//	jobs.Register(&kinds, func(ctx context.Context, a Resize) (Thumb, error) { … })
+//
+// This package holds what every store shares: Kinds and Register, the Spec
+// a job is submitted and travels as, the Record a client reads, the job's
+// States, its ids, idempotency keys, the errors a caller tells apart, and
+// the Runner interfaces. Two stores implement them, each in its own
+// package: jsjobs, the durable one (a job is a message in a JetStream
+// stream, its record a key in a key-value bucket, run through a
+// natsjs.Source on whichever process pulls it: at-least-once, attempts,
+// leases, idempotency keys, outages of the store that never count as a
+// job's failure, traces and metrics), and memjobs (the job on the pool,
+// its record in memory, lost with the process: for tests and for one
+// process that may lose its jobs).
+package jobs

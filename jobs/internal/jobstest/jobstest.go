@@ -1,0 +1,159 @@
+// Package jobstest holds the tests that every jobs.KeyedRunner must pass,
+// and the kinds and specs they submit, for the stores' tests.
+package jobstest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+// SleepArgs sleeps Duration, or fails with Fail after it when Fail is set.
+type SleepArgs struct {
+	Duration jobs.Duration `json:"duration"`
+	Fail     string        `json:"fail,omitempty"`
+}
+
+func (SleepArgs) Kind() string { return "sleep" }
+
+func (a SleepArgs) Validate() error {
+	if a.Duration <= 0 {
+		return errors.New(`"duration" is required: a duration such as "50ms"`)
+	}
+	return nil
+}
+
+// FactorialArgs computes N!.
+type FactorialArgs struct {
+	N int `json:"n"`
+}
+
+func (FactorialArgs) Kind() string { return "factorial" }
+
+func (a FactorialArgs) Validate() error {
+	if a.N < 0 || a.N > 20 {
+		return errors.New(`"n": want 0 to 20`)
+	}
+	return nil
+}
+
+// Kinds is the set of the two kinds the tests submit: sleep and factorial.
+func Kinds() *jobs.Kinds {
+	var ks jobs.Kinds
+	if err := jobs.Register(&ks, func(ctx context.Context, a SleepArgs) (any, error) {
+		t := time.NewTimer(time.Duration(a.Duration))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			if a.Fail != "" {
+				return nil, errors.New(a.Fail)
+			}
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}); err != nil {
+		panic(err)
+	}
+	if err := jobs.Register(&ks, func(_ context.Context, a FactorialArgs) (uint64, error) {
+		f := uint64(1)
+		for i := 2; i <= a.N; i++ {
+			f *= uint64(i)
+		}
+		return f, nil
+	}); err != nil {
+		panic(err)
+	}
+	return &ks
+}
+
+// Factorial is the spec of a factorial job.
+func Factorial(n int) jobs.Spec { return spec(FactorialArgs{N: n}) }
+
+// Sleep is the spec of a sleep job.
+func Sleep(d time.Duration) jobs.Spec { return spec(SleepArgs{Duration: jobs.Duration(d)}) }
+
+// Timed is spec with its timeout.
+func Timed(spec jobs.Spec, timeout time.Duration) jobs.Spec {
+	spec.Timeout = jobs.Duration(timeout)
+	return spec
+}
+
+func spec(a jobs.Args) jobs.Spec {
+	s, err := jobs.NewSpec(a)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// submitOnceRace posts spec under key n times at once, spread over the
+// runners, and returns the ids answered and how many were not replays.
+func submitOnceRace(t *testing.T, runners []jobs.KeyedRunner, key string, spec jobs.Spec, n int) (map[string]int, int) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		ids   = map[string]int{}
+		first int
+		wg    sync.WaitGroup
+	)
+	for i := range n {
+		wg.Go(func() {
+			rec, replayed, err := runners[i%len(runners)].SubmitOnce(context.Background(), spec, key)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids[rec.ID]++
+			if !replayed {
+				first++
+			}
+		})
+	}
+	wg.Wait()
+	return ids, first
+}
+
+// CheckKeyed holds runners (one, or several sharing a store: replicas) to
+// the idempotency-key contract of jobs.KeyedRunner: 16 posts at once under
+// one key make one job; the same request spelled otherwise is a replay;
+// another request under the key is ErrKeyReused; another key, another
+// job; a malformed key is an *InvalidError.
+func CheckKeyed(t *testing.T, runners ...jobs.KeyedRunner) {
+	t.Helper()
+	r := runners[0]
+	ids, first := submitOnceRace(t, runners, "8e03978e-40d5-43e8-bc93-6894a57f9324", Factorial(10), 16)
+	if len(ids) != 1 || first != 1 {
+		t.Fatalf("16 posts under one key: ids %v, %d not replays; want one job", ids, first)
+	}
+	var id string
+	for id = range ids {
+	}
+	// The same request spelled otherwise (the default timeout given) is
+	// the same request; another is refused.
+	rec, replayed, err := r.SubmitOnce(context.Background(), jobs.Spec{Kind: "factorial", Args: []byte(` { "n" : 10 } `), Timeout: jobs.Duration(time.Second)}, "8e03978e-40d5-43e8-bc93-6894a57f9324")
+	if err != nil || rec.ID != id || !replayed {
+		t.Fatalf("the same request again: %+v %v %v", rec, replayed, err)
+	}
+	if _, _, err := r.SubmitOnce(context.Background(), Factorial(11), "8e03978e-40d5-43e8-bc93-6894a57f9324"); !errors.Is(err, jobs.ErrKeyReused) || !strings.Contains(err.Error(), id) {
+		t.Fatalf("another request under the key: %v", err)
+	}
+	// Another key, another job.
+	other, replayed, err := r.SubmitOnce(context.Background(), Factorial(10), "another")
+	if err != nil || other.ID == id || replayed {
+		t.Fatalf("another key: %+v %v %v", other, replayed, err)
+	}
+	for _, key := range []string{"", strings.Repeat("k", 256), "tab\there", "é"} {
+		var invalid *jobs.InvalidError
+		if _, _, err := r.SubmitOnce(context.Background(), Factorial(1), key); !errors.As(err, &invalid) {
+			t.Fatalf("key %.20q: %v", key, err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// Runner runs jobs and answers for their records.
+type Runner interface {
+	// Submit validates spec and accepts the job, or refuses it with an
+	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed,
+	// ErrRecordsFull, ErrUnavailable, or ctx's error.
+	Submit(ctx context.Context, spec Spec) (Record, error)
+	// Get returns the job's record: ErrNotFound for an unknown (or evicted,
+	// or expired) id, ErrUnavailable when the records cannot be read now.
+	Get(ctx context.Context, id string) (Record, error)
+}
+
+// KeyedRunner is a Runner that takes idempotency keys; both of crewd's do.
+type KeyedRunner interface {
+	Runner
+	// SubmitOnce is Submit under a client's idempotency key: the first
+	// request with the key submits the job; a later one with the same spec
+	// gets the same job's record and replayed true, one with another spec
+	// ErrKeyReused. An invalid key is an *InvalidError.
+	SubmitOnce(ctx context.Context, spec Spec, key string) (rec Record, replayed bool, err error)
+}
+
+// Spec is a job as it is submitted and as it travels in its message:
+// its kind, its arguments as the kind's JSON, and an optional timeout.
+// NewSpec makes one from a kind's typed arguments; crewd's API makes one
+// from a request's body.
+type Spec struct {
+	Kind    string          `json:"kind"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Timeout Duration        `json:"timeout,omitzero"`
+}
+
+// Record is a job as a client reads it.
+type Record struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	State State  `json:"state"`
+	// Result is the kind's result as JSON, once the job succeeded;
+	// ResultOf decodes it.
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Created time.Time       `json:"created"`
+	// Attempts counts the runs started, more than 1 when a run was
+	// interrupted (a crash, a hard stop) and the job ran again; durable
+	// jobs only.
+	Attempts int `json:"attempts,omitempty"`
+	// Finished is when the job's end was recorded; durable jobs only.
+	Finished time.Time `json:"finished,omitzero"`
+	// Trace is the W3C traceparent of the span of the job's latest run,
+	// when tracing is on and that run was sampled: its trace id finds the
+	// job's whole trace (request, publish, every run) in the trace
+	// backend, and the next run's span links to it. Durable jobs only.
+	Trace string `json:"trace,omitempty"`
+}
+
+// State is a job's state; the terminal ones are all but Queued and Running.
+type State string
+
+const (
+	Queued    State = "queued"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	TimedOut  State = "timed_out"
+	Canceled  State = "canceled"
+	NotRun    State = "not_run" // accepted, then dropped by shutdown
+)
+
+// Terminal reports whether s is final.
+func (s State) Terminal() bool { return s != Queued && s != Running }
+
+// InvalidError is a job that cannot be accepted as it was given: an
+// unknown kind, arguments its kind refuses, a timeout out of bounds.
+// Reason names the field at fault; crewd answers it with 400.
+type InvalidError struct{ Reason string }
+
+func (e *InvalidError) Error() string { return "invalid job: " + e.Reason }
+
+// ErrRecordsFull refuses a job that no record can be kept for, since a job
+// without one could be lost unseen: in memory, every record kept is of an
+// unfinished job, and none may be evicted; in JetStream, the bucket holds
+// as many records as it may, and only their expiry makes room.
+var ErrRecordsFull = errors.New("job records full: no room to record a new job")
+
+// ErrNotFound is Get's answer for a job it has no record of.
+var ErrNotFound = errors.New("no such job (unknown, or its record was evicted)")
+
+// ErrUnavailable wraps a failure to reach the jobs' stream or records (the
+// NATS server unreachable): nothing was accepted, try again later.
+var ErrUnavailable = errors.New("job queue unavailable")
+
+// Duration is a time.Duration written as a string ("50ms") in JSON, for
+// a kind's arguments and a job's timeout. A value that is not a duration
+// fails to decode with a *json.UnmarshalTypeError naming its field.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%.40s", b), Type: durationType}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%.40q", s), Type: durationType}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+var durationType = reflect.TypeFor[Duration]()
+
+// IDLen is the length of a job id: 8 random bytes in lowercase hex.
+const IDLen = 16
+
+// NewID makes a job id: IDLen/2 random bytes in lowercase hex.
+func NewID() string {
+	var b [IDLen / 2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form of the ids NewID makes: IDLen
+// lowercase hex digits. Anything else is no job, answered without asking
+// a store: an id becomes part of a NATS subject and a key, and the server
+// closes a connection whose control line passes 4 KB.
+func ValidID(id string) bool {
+	if len(id) != IDLen {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

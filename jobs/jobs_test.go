@@ -1,0 +1,127 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+type resize struct {
+	URL   string        `json:"url"`
+	Width int           `json:"width"`
+	Wait  jobs.Duration `json:"wait,omitzero"`
+}
+
+func (resize) Kind() string { return "resize" }
+
+func (r resize) Validate() error {
+	if r.Width < 1 {
+		return errors.New(`"width" must be 1 or more`)
+	}
+	return nil
+}
+
+type thumb struct {
+	URL string `json:"url"`
+}
+
+func kinds(t *testing.T) *jobs.Kinds {
+	t.Helper()
+	var ks jobs.Kinds
+	err := jobs.Register(&ks, func(_ context.Context, a resize) (thumb, error) {
+		return thumb{URL: a.URL + "?w=" + strings.Repeat("x", a.Width)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ks
+}
+
+// TestPrepareNamesTheFieldAtFault: every refusal is an *InvalidError whose
+// text names what is wrong, and a good spec runs its kind's function with
+// its typed arguments.
+func TestPrepareNamesTheFieldAtFault(t *testing.T) {
+	ks := kinds(t)
+	for _, c := range []struct {
+		spec jobs.Spec
+		want string
+	}{
+		{jobs.Spec{}, `"kind" is required: resize`},
+		{jobs.Spec{Kind: "zip"}, `kind "zip": want resize`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":0}`)}, `"width" must be 1 or more`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":"wide"}`)}, `"width": want an integer, got a JSON string`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"height":3}`)}, `unknown field "height"`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"wait":"soon"}`)}, `"wait": want a duration such as "50ms"`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`[1]`)}, `want a JSON object`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2}`), Timeout: jobs.Duration(time.Hour)}, `timeout 1h0m0s: want more than 0 and at most 1m0s`},
+	} {
+		_, err := ks.Prepare(c.spec, time.Second, time.Minute)
+		var invalid *jobs.InvalidError
+		if !errors.As(err, &invalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an *InvalidError with %q", c.spec, err, c.want)
+		}
+	}
+	spec, err := jobs.NewSpec(resize{URL: "u", Width: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ks.Prepare(spec, time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background())
+	if err != nil || string(out) != `{"url":"u?w=xx"}` {
+		t.Fatalf("run: %s %v", out, err)
+	}
+	if got, err := jobs.ResultOf[thumb](jobs.Record{State: jobs.Succeeded, Result: out}); err != nil || got.URL != "u?w=xx" {
+		t.Fatalf("ResultOf: %+v %v", got, err)
+	}
+}
+
+// TestPrepareNormalises: the same job spelled otherwise (fields in another
+// order, the default timeout given) travels as the same bytes.
+func TestPrepareNormalises(t *testing.T) {
+	ks := kinds(t)
+	a, err := ks.Prepare(jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"url":"u"}`)}, time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ks.Prepare(jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"url":"u", "width":2}`), Timeout: jobs.Duration(time.Second)}, time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.Body) != string(b.Body) {
+		t.Fatalf("%s != %s", a.Body, b.Body)
+	}
+}
+
+type badKind struct{}
+
+func (badKind) Kind() string { return "no spaces" }
+
+type ptrKind struct{ n int }
+
+func (p *ptrKind) Kind() string { _ = p.n; return "ptr" }
+
+// TestRegisterRefuses: a bad name, a kind twice, a nil function, a kind
+// whose name cannot be read off its zero value.
+func TestRegisterRefuses(t *testing.T) {
+	ks := kinds(t)
+	if err := jobs.Register(ks, func(context.Context, resize) (int, error) { return 0, nil }); err == nil {
+		t.Error("a kind registered twice")
+	}
+	if err := jobs.Register(ks, func(context.Context, badKind) (int, error) { return 0, nil }); err == nil {
+		t.Error("a kind named with a space")
+	}
+	if err := jobs.Register[resize, int](ks, nil); err == nil {
+		t.Error("a nil function")
+	}
+	if err := jobs.Register(ks, func(context.Context, *ptrKind) (int, error) { return 0, nil }); err == nil {
+		t.Error("a pointer kind whose Kind reads its receiver")
+	}
+}

@@ -1,0 +1,282 @@
+package jsjobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/natsjs"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// errTimedOut ends a job's context at its own timeout, to tell it from the
+// end of the task's context (a hard stop, a lost lease).
+var errTimedOut = errors.New("job timed out")
+
+// Handle is the natsjs.Handler of the jobs' stream: it runs one delivered
+// job and keeps its record. Returning nil acks the message, an error naks
+// it for a later run. It is idempotent: a job whose record is already
+// terminal is acked without running again. A run that ends, whatever its
+// outcome (succeeded, failed, timed_out), is recorded and acked: a job is
+// run again only when its run was interrupted, never for failing, and at
+// most MaxAttempts runs are started. An outage of the store is not the
+// job's failure: a job whose start cannot be recorded is handed back
+// (natsjs.Unavailable) with no attempt counted; after its run, the record
+// of its end is written again while the job's lease holds, rather than run
+// the job again.
+//
+// A job's first delivery starts its run at once and records the start
+// meanwhile (mark): the record's read and the running write, two round
+// trips to the store, are off the run's slot. Should the record say the job
+// must not run (already ended, its attempts spent) or cannot be written,
+// the run is cancelled and the delivery settled as above; that run never
+// counts, and at-least-once allows its start. A redelivery, which more
+// likely finds the job ended, reads the record before it runs.
+func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
+	var published time.Time
+	if md, err := m.Raw().Metadata(); err == nil {
+		published = md.Timestamp
+	}
+	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()})
+}
+
+// delivery is what handle needs of a message.
+type delivery struct {
+	subject   string
+	data      []byte
+	published time.Time
+	attempt   int // the server's delivery count, 1 for the first (0: not known)
+}
+
+// errNotMarked cancels a first delivery's run whose start could not be
+// recorded, or must not be.
+var errNotMarked = errors.New("job's start not recorded")
+
+func (r *Runner) handle(ctx context.Context, d delivery) error {
+	id, ok := strings.CutPrefix(d.subject, r.subject)
+	if !ok || !jobs.ValidID(id) {
+		r.logWarn("not a job: acked without running", "subject", d.subject)
+		return nil
+	}
+	var spec jobs.Spec
+	var job jobs.Prepared
+	var bad string // why the spec cannot run
+	dec := json.NewDecoder(bytes.NewReader(d.data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		spec, bad = jobs.Spec{}, "undecodable job: "+err.Error()
+	} else if job, err = r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout); err != nil {
+		bad = err.Error()
+	}
+	var run jobRun
+	var m marking
+	if d.attempt == 1 && bad == "" {
+		runCtx, stop := context.WithCancelCause(ctx)
+		marked := make(chan marking, 1)
+		go func() {
+			m := r.mark(ctx, id, d, spec.Kind, "")
+			if m.settled {
+				stop(errNotMarked)
+			}
+			marked <- m
+		}()
+		run = runJob(runCtx, job)
+		stop(nil)
+		m = <-marked
+	} else {
+		m = r.mark(ctx, id, d, spec.Kind, bad)
+		if !m.settled {
+			run = runJob(ctx, job)
+		}
+	}
+	if m.settled {
+		return m.err
+	}
+	return r.ended(ctx, m, spec.Kind, run, job.Timeout)
+}
+
+// marking is what mark found: the record marked running at rev, or the
+// delivery settled (err nil: ack; else nak) without a run that counts.
+type marking struct {
+	rec     jobs.Record
+	rev     uint64
+	settled bool
+	err     error
+}
+
+// mark reads the job's record and writes it running, one more attempt:
+// unless it already ended (acked, not run), the spec is bad (says why)
+// or its runs were all interrupted as often as allowed (failed, acked), or
+// the store cannot be reached (handed back, no attempt counted).
+func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string) marking {
+	settle := func(err error) marking { return marking{settled: true, err: err} }
+	// The record's writes outlive a job cancelled by a hard stop.
+	wctx := context.WithoutCancel(ctx)
+	rec, rev, err := r.load(ctx, id)
+	if err == nil || errors.Is(err, jobs.ErrNotFound) {
+		r.health.ok()
+	}
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		// Expired while the job waited (or the answer to its publish was
+		// lost and Submit deleted it): the message is the job.
+		rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
+	case err != nil:
+		return settle(r.unavailable(err))
+	case rec.State.Terminal():
+		r.counts.skipped.Add(1)
+		return settle(nil)
+	}
+	if kind != "" {
+		rec.Kind = kind
+	}
+	if bad != "" {
+		return settle(r.finish(ctx, rec, jobs.Failed, nil, bad))
+	}
+	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
+		// Its runs were all interrupted: a job that kills its process would
+		// otherwise be retried for ever.
+		return settle(r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts)))
+	}
+	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
+	rec.Trace = runTrace(ctx, rec)
+	// Only over the record just read: a run of the same job elsewhere (a
+	// redelivery after a lost lease) that ended meanwhile is not undone.
+	rev, err = r.swap(wctx, rec, rev)
+	if errors.Is(err, errChanged) {
+		if again, _, lerr := r.load(ctx, id); lerr == nil && again.State.Terminal() {
+			r.counts.skipped.Add(1)
+			return settle(nil)
+		}
+		rev, err = r.put(wctx, rec)
+	}
+	if err != nil {
+		return settle(r.unavailable(err)) // no attempt spent
+	}
+	return marking{rec: rec, rev: rev}
+}
+
+// jobRun is how one run went.
+type jobRun struct {
+	value    json.RawMessage
+	err      error
+	took     time.Duration
+	timedOut bool // ended by the job's own timeout
+}
+
+// runJob runs a job within its timeout.
+func runJob(ctx context.Context, job jobs.Prepared) jobRun {
+	jctx, cancel := context.WithTimeoutCause(ctx, job.Timeout, errTimedOut)
+	defer cancel()
+	started := time.Now()
+	v, err := job.Run(jctx)
+	return jobRun{value: v, err: err, took: time.Since(started), timedOut: errors.Is(context.Cause(jctx), errTimedOut)}
+}
+
+// ended records how a marked run ended: its end (succeeded, failed,
+// timed_out), or, interrupted by ctx (a hard stop, a lost lease), the job
+// queued again and handed back to run again.
+func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, timeout time.Duration) error {
+	rec := m.rec
+	outcome := string(jobs.Failed)
+	switch {
+	case run.err == nil:
+		outcome = string(jobs.Succeeded)
+	case ctx.Err() != nil:
+		outcome = interrupted
+	case run.timedOut:
+		outcome = string(jobs.TimedOut)
+	}
+	r.observeRun(ctx, kind, outcome, run.took)
+	switch outcome {
+	case string(jobs.Succeeded):
+		return r.finish(ctx, rec, jobs.Succeeded, run.value, "")
+	case interrupted:
+		// Interrupted, not failed: queued again, to run again here or
+		// elsewhere.
+		why := context.Cause(ctx)
+		if why == nil { // a context that keeps no cause (a lost lease)
+			why = ctx.Err()
+		}
+		rec.State, rec.Error = jobs.Queued, "interrupted ("+why.Error()+"), to run again"
+		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(interrupted))
+		// Unless another run has written it since (the lease lost, the job
+		// redelivered); if this fails, the record says running until the
+		// next run.
+		_, _ = r.swap(context.WithoutCancel(ctx), rec, m.rev)
+		r.counts.requeued.Add(1)
+		return fmt.Errorf("job %s interrupted: %w", rec.ID, why)
+	case string(jobs.TimedOut):
+		return r.finish(ctx, rec, jobs.TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
+	default:
+		return r.finish(ctx, rec, jobs.Failed, nil, run.err.Error())
+	}
+}
+
+// finish records a job's end. While the store is out, the write is tried
+// again, the job's lease kept, until it succeeds or ctx ends (a hard stop,
+// the lease lost): an outage of a few seconds (a leader elected again)
+// costs the job no second run. If the record cannot be written at all the
+// job is handed back and runs again: at-least-once.
+func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result json.RawMessage, msg string) error {
+	rec.State, rec.Result, rec.Error, rec.Finished = st, result, msg, time.Now()
+	runOutcome(ctx, st)
+	wctx := context.WithoutCancel(ctx)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, err := r.put(wctx, rec)
+		if err == nil {
+			r.health.ok()
+			break
+		}
+		if !errors.Is(err, jobs.ErrUnavailable) {
+			return err
+		}
+		r.health.outage(err)
+		select {
+		case <-ctx.Done():
+			return r.unavailable(err)
+		case <-time.After(wait):
+		}
+	}
+	switch st {
+	case jobs.Succeeded:
+		r.counts.succeeded.Add(1)
+	case jobs.TimedOut:
+		r.counts.timedOut.Add(1)
+	default:
+		r.counts.failed.Add(1)
+	}
+	return nil
+}
+
+func (r *Runner) logWarn(msg string, args ...any) {
+	if r.log != nil {
+		r.log.Warn(msg, args...)
+	}
+}
+
+// Outcomes counts what this process's Handle did with the jobs delivered
+// to it.
+type Outcomes struct {
+	Succeeded, Failed, TimedOut uint64 // runs ended, recorded and acked
+	Requeued                    uint64 // runs interrupted, handed back to run again
+	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
+}
+
+type outcomeCounts struct {
+	succeeded, failed, timedOut, requeued, skipped atomic.Uint64
+}
+
+// Outcomes returns the counts so far.
+func (r *Runner) Outcomes() Outcomes {
+	return Outcomes{
+		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
+		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(),
+	}
+}

@@ -1,0 +1,172 @@
+package jsjobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/natsjs"
+)
+
+// storeHealth is what a Runner knows of its store's availability.
+// An outage met by a job, or two probes in a row that fail, mark the store
+// down, logged once at WARN ("job store unavailable"); a probe or a read
+// that succeeds marks it up again, logged once at INFO. While it is down,
+// Submit answers ErrUnavailable at once instead of waiting out the store's
+// timeout (Get still asks: any replica of the bucket answers a read, while
+// its stream elects a leader too), and /readyz fails, so that the Service
+// sends requests to replicas that can reach the store.
+type storeHealth struct {
+	down atomic.Bool // the fast path of ok
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	err       error // why it is down
+	since     time.Time
+	failed    int // probes failed in a row
+	handbacks atomic.Uint64
+}
+
+// probeFailures is how many probes in a row must fail to mark the store
+// down: one slow answer is not an outage.
+const probeFailures = 2
+
+// Err is nil while the store is up, else why it is down.
+func (h *storeHealth) Err() error {
+	if !h.down.Load() {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// outage marks the store down because an operation failed with err.
+func (h *storeHealth) outage(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.markDown(err)
+}
+
+func (h *storeHealth) markDown(err error) {
+	h.err = err
+	if h.down.Swap(true) {
+		return
+	}
+	h.since = time.Now()
+	if h.log != nil {
+		h.log.Warn("job store unavailable: jobs are handed back without costing an attempt, submits and reads answer 503, /readyz fails",
+			"error", err)
+	}
+}
+
+// ok marks the store up: an operation or a probe succeeded.
+func (h *storeHealth) ok() {
+	if !h.down.Load() {
+		h.mu.Lock()
+		h.failed = 0
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failed = 0
+	if !h.down.Swap(false) {
+		return
+	}
+	h.err = nil
+	if h.log != nil {
+		h.log.Info("job store available again", "after", time.Since(h.since).Round(time.Millisecond),
+			"jobs_handed_back", h.handbacks.Load())
+	}
+}
+
+// probed records a probe's outcome.
+func (h *storeHealth) probed(err error) {
+	if err == nil {
+		h.ok()
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed++; h.failed >= probeFailures {
+		h.markDown(err)
+	}
+}
+
+// ProbeTimeout bounds one probe of the store; WatchStore probes every
+// ProbeInterval.
+const (
+	ProbeTimeout  = time.Second
+	ProbeInterval = time.Second
+)
+
+// Probe asks the servers that lead the jobs' stream and the records'
+// bucket for their state: both answer only while the store can take and
+// keep a job.
+func (r *Runner) Probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
+	}
+	if _, err := r.js.Stream(ctx, r.stream); err != nil {
+		return fmt.Errorf("%w: stream %s: %v", jobs.ErrUnavailable, r.stream, err)
+	}
+	if _, err := r.kv.Status(ctx); err != nil {
+		return fmt.Errorf("%w: records: %v", jobs.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// WatchStore probes the store every ProbeInterval until ctx ends, so that
+// StoreDown follows the store's availability even when no job comes.
+func (r *Runner) WatchStore(ctx context.Context) {
+	t := time.NewTicker(ProbeInterval)
+	defer t.Stop()
+	for {
+		err := r.Probe(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.health.probed(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// StoreDown says since when the store has been out, and why; the zero
+// time and nil while it is available.
+func (r *Runner) StoreDown() (time.Time, error) {
+	if !r.health.down.Load() {
+		return time.Time{}, nil
+	}
+	r.health.mu.Lock()
+	defer r.health.mu.Unlock()
+	return r.health.since, r.health.err
+}
+
+// StoreHandBacks counts the jobs handed back, without costing an attempt,
+// because the store could not be reached.
+func (r *Runner) StoreHandBacks() uint64 { return r.health.handbacks.Load() }
+
+// unavailable classifies an error of the store met while running a job:
+// an outage (ErrUnavailable) marks the store down and makes the Source hand
+// the job back without counting an attempt; anything else is returned as
+// it is.
+func (r *Runner) unavailable(err error) error {
+	if !errors.Is(err, jobs.ErrUnavailable) {
+		return err
+	}
+	r.health.outage(err)
+	r.health.handbacks.Add(1)
+	return natsjs.Unavailable(err)
+}

@@ -1,0 +1,382 @@
+package jsjobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Runner runs jobs through a JetStream stream, with their records
+// in a key-value bucket, so that a job accepted with 202 outlives the
+// process that accepted it. Submit records the job queued, publishes its
+// spec to <stream>.<id> and answers only once the stream has stored it;
+// any crewd sharing the stream's consumer runs it (through a natsjs.Source
+// calling Handle), and any crewd sharing the bucket answers Get for it.
+//
+// Delivery is at-least-once: a job whose run was interrupted (the process
+// killed, a hard stop) runs again, and Record.Attempts counts the runs
+// started. A job whose record is already terminal is not run again.
+//
+// Records expire from the bucket RecordTTL after their last change (the
+// bucket's TTL), finished or not; a job still waiting in the stream when
+// its record expires gets a new one when it starts. The bucket holds at
+// most Records records: while it is full a new job is refused with
+// ErrRecordsFull (503), never accepted unrecorded; only expiry makes room.
+type Runner struct {
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	cons    jetstream.Consumer
+	subject string // the stream's subject prefix, "jobs."
+	stream  string
+
+	storeTimeout time.Duration
+	health       storeHealth
+
+	dupWindow time.Duration // the stream's duplicates window
+
+	kinds                      *jobs.Kinds
+	defaultTimeout, maxTimeout time.Duration
+	maxAttempts                int
+	log                        *slog.Logger
+	counts                     outcomeCounts
+	runs                       *prometheus.HistogramVec // crewd_job_run_seconds
+}
+
+var _ jobs.KeyedRunner = (*Runner)(nil)
+
+// Config names what New finds or creates, and the
+// settings it creates them with.
+type Config struct {
+	Stream, Consumer, Bucket string // "jobs", "crewd", "jobs" in crewd
+
+	Replicas  int           // of the stream and the bucket when created here; 0 is 1
+	Records   int           // the bucket's bound on records
+	RecordTTL time.Duration // the bucket's TTL
+
+	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered
+	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
+
+	// Kinds are the kinds of job accepted and run; a job of another kind
+	// is refused at Submit and failed if it is delivered.
+	Kinds *jobs.Kinds
+
+	// DefaultTimeout is a job's timeout when its spec gives none;
+	// MaxTimeout the longest a spec may give.
+	DefaultTimeout, MaxTimeout time.Duration
+
+	// StoreTimeout bounds each read or write of a record and each publish
+	// of a request (Submit, Get), so that an answer comes within a
+	// request's time even when the store does not; 0 is DefaultStoreTimeout.
+	StoreTimeout time.Duration
+
+	Log *slog.Logger // may be nil
+}
+
+// DefaultStoreTimeout is Config.StoreTimeout's default: an
+// answer slower than this is an outage (a leader lost, a server cut off).
+const DefaultStoreTimeout = 2 * time.Second
+
+// New finds the stream, the consumer and the bucket, or
+// creates those missing with cfg's settings. Existing ones are used as they
+// are, whatever cfg says, so that an operator may create them beforehand;
+// the settings in force are logged, with a warning for a stream or bucket
+// with fewer replicas than cfg.Replicas (raising them is left to the
+// operator: it moves the whole store between servers). While the
+// JetStream cluster is forming (no answer, or "temporarily unavailable")
+// the setup is tried again with backoff until ctx ends.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
+	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
+		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
+	}
+	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
+		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
+		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
+	}
+	r := &Runner{
+		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
+		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds,
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
+		runs: newRunHistogram(),
+	}
+	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
+		return nil, err
+	}
+	if r.log != nil {
+		ctx, cancel := context.WithTimeout(ctx, setupAttempt)
+		defer cancel()
+		ci := r.cons.CachedInfo()
+		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
+			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
+		for _, name := range []string{cfg.Stream, "KV_" + cfg.Bucket} {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				continue
+			}
+			sc := s.CachedInfo().Config
+			if name == cfg.Stream {
+				args = append(args, "replicas", sc.Replicas)
+			} else {
+				args = append(args, "record_ttl", sc.MaxAge.String(), "records", sc.MaxMsgs, "bucket_replicas", sc.Replicas)
+			}
+			if sc.Replicas < cfg.Replicas {
+				r.log.Warn("a JetStream stream found has fewer replicas than asked; crewd leaves it as it is (raise it with nats stream edit --replicas)",
+					"stream", name, "replicas", sc.Replicas, "want", cfg.Replicas)
+			}
+		}
+		r.log.Info("jobs go through JetStream", args...)
+	}
+	return r, nil
+}
+
+// MaxReplicas is the most replicas a JetStream stream may have.
+const MaxReplicas = 5
+
+// setup is one attempt at finding or creating the stream, the consumer
+// and the bucket.
+func (r *Runner) setup(ctx context.Context, cfg Config) error {
+	js := r.js
+	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
+		return js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        cfg.Stream,
+			Description: "crewd's jobs, one message per job accepted, removed once acked",
+			Subjects:    []string{cfg.Stream + ".>"},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		})
+	}, func() (jetstream.Stream, error) { return js.Stream(ctx, cfg.Stream) }, jetstream.ErrStreamNameAlreadyInUse)
+	if err != nil {
+		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
+	}
+	r.dupWindow = stream.CachedInfo().Config.Duplicates
+	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
+		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       cfg.Consumer,
+			Description:   "crewd's job runners",
+			FilterSubject: cfg.Stream + ".>",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       cfg.AckWait,
+			// Deliveries are not bounded here: a message the server stops
+			// delivering would sit in the stream for ever. Handle bounds
+			// the runs instead, counted in the record.
+			MaxDeliver: -1,
+		})
+	}, func() (jetstream.Consumer, error) { return stream.Consumer(ctx, cfg.Consumer) }, jetstream.ErrConsumerExists)
+	if err != nil {
+		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
+	}
+	r.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
+		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      cfg.Bucket,
+			Description: "crewd's job records, by job id",
+			TTL:         cfg.RecordTTL,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+		})
+		if err != nil {
+			return nil, err
+		}
+		// A key-value config has no bound on keys: the stream under it
+		// does. It discards new messages when full, never old ones, and a
+		// change to an existing key still goes through.
+		s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		sc := s.CachedInfo().Config
+		sc.MaxMsgs = int64(cfg.Records)
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, err
+		}
+		return kv, nil
+	}, func() (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }, jetstream.ErrBucketExists)
+	if err != nil {
+		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
+	}
+	return nil
+}
+
+// findOrCreate creates a thing, or finds it when create says it exists
+// already (with other settings, or made by another crewd meanwhile).
+func findOrCreate[T any](ctx context.Context, create, find func() (T, error), exists error) (T, error) {
+	t, err := create()
+	if errors.Is(err, exists) {
+		return find()
+	}
+	return t, err
+}
+
+// Consumer is the consumer a natsjs.Source pulls the jobs from.
+func (r *Runner) Consumer() jetstream.Consumer { return r.cons }
+
+// Submit implements Runner: the job is recorded, then published, and
+// accepted only once the stream has acknowledged it. The message id is the
+// job's, so that a publish retried by the client library is stored once.
+func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
+	job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
+	if err != nil {
+		return jobs.Record{}, err
+	}
+	body := job.Body
+	if err := r.connected(); err != nil {
+		return jobs.Record{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*r.storeTimeout) // a record, then a publish
+	defer cancel()
+	rec := jobs.Record{ID: jobs.NewID(), Kind: spec.Kind, State: jobs.Queued, Created: time.Now()}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return jobs.Record{}, err
+	}
+	// The record first: a job that runs finds it, and a job that cannot be
+	// recorded is not accepted.
+	wctx, span := storeSpan(ctx, "job record write", rec.ID)
+	_, err = r.kv.Create(wctx, rec.ID, data)
+	endSpan(span, err)
+	if err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	if err := r.publish(ctx, rec.ID, body); err != nil {
+		// Maybe stored after all (the answer lost): then the job runs and
+		// writes its record again.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = r.kv.Delete(dctx, rec.ID)
+		cancel()
+		return jobs.Record{}, storeError(err)
+	}
+	return rec, nil
+}
+
+// Get implements Runner, from the bucket: any crewd answers for any job.
+func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
+		// Never a key: not one crewd made.
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	// Not refused while the store is known to be out: the records'
+	// bucket answers reads from any of its replicas (direct get), so a read
+	// goes on while its stream elects a leader, as writes cannot.
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return jobs.Record{}, fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
+	}
+	rec, _, err := r.load(ctx, id)
+	return rec, err
+}
+
+// connected refuses a write at once, rather than after the store's
+// timeout, while the connection is down or the store is known to be out
+// (storeHealth).
+func (r *Runner) connected() error {
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
+	}
+	return r.health.Err()
+}
+
+// load reads a record and its revision. Like put and swap, it waits for
+// the store at most StoreTimeout.
+func (r *Runner) load(ctx context.Context, id string) (jobs.Record, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	// Any replica of the bucket answers a read (direct get), but a request
+	// may go to one cut off the network before its route is dropped: each
+	// try gets half the time, and a second goes to whichever answers.
+	var e jetstream.KeyValueEntry
+	var err error
+	for range 2 {
+		tctx, tcancel := context.WithTimeout(ctx, r.storeTimeout/2)
+		e, err = r.kv.Get(tctx, id)
+		tcancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
+		return jobs.Record{}, 0, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, 0, storeError(err)
+	}
+	var rec jobs.Record
+	dec := json.NewDecoder(bytes.NewReader(e.Value()))
+	dec.UseNumber() // a factorial's result is a uint64: no float64 on the way
+	if err := dec.Decode(&rec); err != nil {
+		return jobs.Record{}, 0, fmt.Errorf("record of job %s: %w", id, err)
+	}
+	return rec, e.Revision(), nil
+}
+
+// put writes a record whatever its revision, and returns the new one.
+func (r *Runner) put(ctx context.Context, rec jobs.Record) (uint64, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	rev, err := r.kv.Put(ctx, rec.ID, data)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	return rev, nil
+}
+
+// errChanged is a write refused because the record changed since it was
+// read: another run of the same job wrote it.
+var errChanged = errors.New("job record changed meanwhile")
+
+// swap writes a record only if it is still at revision rev (0: only if it
+// does not exist), and returns the new revision; errChanged otherwise.
+func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	var next uint64
+	if rev == 0 {
+		next, err = r.kv.Create(ctx, rec.ID, data)
+	} else {
+		next, err = r.kv.Update(ctx, rec.ID, data, rev)
+	}
+	var api *jetstream.APIError
+	switch {
+	case err == nil:
+		return next, nil
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch),
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		return 0, errChanged
+	}
+	return 0, storeError(err)
+}
+
+// storeError maps an error of the bucket or the stream to the Runner's:
+// ErrRecordsFull for a full bucket, ctx's own error as it is, and
+// ErrUnavailable for the rest.
+func storeError(err error) error {
+	var api *jetstream.APIError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &api) && strings.Contains(api.Description, "maximum messages"):
+		return fmt.Errorf("%w (%v)", jobs.ErrRecordsFull, err)
+	}
+	return fmt.Errorf("%w: %v", jobs.ErrUnavailable, err)
+}

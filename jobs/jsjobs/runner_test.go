@@ -1,0 +1,365 @@
+package jsjobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/crew-go/crew/jobs/natsd"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// cluster is an embedded server and its JetStream, for runners to share.
+type cluster struct {
+	srv *natsd.Server
+	nc  *nats.Conn
+	js  jetstream.JetStream
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	srv, err := natsd.Start(t.TempDir(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{srv: srv, nc: nc, js: js}
+}
+
+func jsConfig() jsjobs.Config {
+	return jsjobs.Config{
+		Stream: "jobs", Consumer: "crewd", Bucket: "jobs",
+		Records: 100, RecordTTL: time.Hour, AckWait: 5 * time.Second,
+		Kinds: jobstest.Kinds(), DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+	}
+}
+
+func (c *cluster) runner(t *testing.T, cfg jsjobs.Config) *jsjobs.Runner {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := jsjobs.New(ctx, c.js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// consume runs r's jobs on a pool of two workers until the test ends.
+func consume(t *testing.T, r *jsjobs.Runner) *natsjs.Source {
+	t.Helper()
+	pool, err := crew.New(crew.WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := natsjs.New(pool, r.Consumer(), r.TracedHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = src.Shutdown(ctx)
+		_ = pool.Shutdown(ctx, crew.Hard)
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return src
+}
+
+// eventually polls r for job id until it is in state want, for 10 s at
+// most: a bound for liveness, not a timing assertion.
+func eventually(t *testing.T, r jobs.Runner, id string, want jobs.State) jobs.Record {
+	t.Helper()
+	var rec jobs.Record
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		rec, err = r.Get(context.Background(), id)
+		if err == nil && rec.State == want {
+			return rec
+		}
+	}
+	t.Fatalf("job %s: %+v (%v), want %s", id, rec, err, want)
+	return rec
+}
+
+func submit(t *testing.T, r jobs.Runner, spec jobs.Spec) jobs.Record {
+	t.Helper()
+	rec, err := r.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != jobs.Queued || len(rec.ID) != 16 {
+		t.Fatalf("accepted as %+v", rec)
+	}
+	return rec
+}
+
+// TestJetStreamRunsJobs: jobs accepted by one runner run on the Source of
+// another and are answered for by either, with each state a run can end
+// in, and a factorial's result exact past 2^53.
+func TestJetStreamRunsJobs(t *testing.T) {
+	c := newCluster(t)
+	front := c.runner(t, jsConfig())
+	back := c.runner(t, jsConfig()) // another crewd on the same stream
+	consume(t, back)
+
+	fact := submit(t, front, jobstest.Factorial(20))
+	slow := submit(t, front, jobstest.Timed(jobstest.Sleep(time.Minute), 50*time.Millisecond))
+	nap := submit(t, front, jobstest.Sleep(10*time.Millisecond))
+
+	rec := eventually(t, front, fact.ID, jobs.Succeeded)
+	if n, err := jobs.ResultOf[uint64](rec); err != nil || n != 2432902008176640000 || string(rec.Result) != "2432902008176640000" || rec.Attempts != 1 || rec.Kind != "factorial" || rec.Finished.Before(rec.Created) {
+		t.Fatalf("factorial record: %+v (result %T)", rec, rec.Result)
+	}
+	rec = eventually(t, back, slow.ID, jobs.TimedOut)
+	if !strings.Contains(rec.Error, "timed out after 50ms") {
+		t.Fatalf("timed out record: %+v", rec)
+	}
+	eventually(t, front, nap.ID, jobs.Succeeded)
+	if o := back.Outcomes(); o.Succeeded != 2 || o.TimedOut != 1 || o.Failed+o.Requeued+o.Skipped != 0 {
+		t.Fatalf("outcomes %+v", o)
+	}
+	if _, err := front.Get(context.Background(), "0123456789abcdef"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if _, err := front.Get(context.Background(), "a.b"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("an id that is no key: %v", err)
+	}
+	// An id over the server's 4 KB control line would cost the connection
+	// (the server closes it, and nats.go does not reconnect): it never
+	// reaches the server.
+	for _, id := range []string{strings.Repeat("a", 5000), "0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "*", ">"} {
+		if _, err := front.Get(context.Background(), id); !errors.Is(err, jobs.ErrNotFound) {
+			t.Fatalf("id %.20q: %v", id, err)
+		}
+	}
+	if !c.nc.IsConnected() {
+		t.Fatalf("the connection after bad ids: %v", c.nc.Status())
+	}
+	if _, err := front.Get(context.Background(), fact.ID); err != nil {
+		t.Fatalf("a good id after bad ones: %v", err)
+	}
+}
+
+// TestJetStreamSubmitRefuses: a bad job is refused before anything is
+// written, and a full bucket refuses a new job (503) while the runs of the
+// jobs it holds still record their ends.
+func TestJetStreamSubmitRefuses(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.Records = 3
+	r := c.runner(t, cfg)
+	var invalid *jobs.InvalidError
+	if _, err := r.Submit(context.Background(), jobs.Spec{Kind: "dance"}); !errors.As(err, &invalid) {
+		t.Fatalf("bad job: %v", err)
+	}
+	var ids []string
+	for n := range 3 {
+		ids = append(ids, submit(t, r, jobstest.Factorial(n)).ID)
+	}
+	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
+		t.Fatalf("Submit on a full bucket = %v, want ErrRecordsFull", err)
+	}
+	consume(t, r)
+	for _, id := range ids {
+		eventually(t, r, id, jobs.Succeeded)
+	}
+	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
+		t.Fatalf("Submit on a full bucket of finished jobs = %v, want ErrRecordsFull until they expire", err)
+	}
+	// Each job's message leaves the stream once acked, just after its
+	// record was written: the refused jobs were never published.
+	var msgs uint64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		info, err := c.js.Stream(context.Background(), "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs = info.CachedInfo().State.Msgs; msgs == 0 {
+			break
+		}
+	}
+	if msgs != 0 {
+		t.Fatalf("the stream holds %d messages after every job ran (refused jobs published?)", msgs)
+	}
+}
+
+// TestJetStreamHandleIsIdempotent: a redelivered job already finished is
+// acked without running; an interrupted run is queued again and runs
+// again, counted; a job whose record expired runs and is recorded anew; a
+// message that is no job is failed and acked, never retried; a job whose
+// runs were interrupted as often as allowed is failed without running.
+func TestJetStreamHandleIsIdempotent(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.MaxAttempts = 3
+	r := c.runner(t, cfg)
+	ctx := context.Background()
+	spec := func(s jobs.Spec) []byte {
+		b, _ := json.Marshal(s)
+		return b
+	}
+	long := jobstest.Timed(jobstest.Sleep(time.Minute), time.Minute)
+
+	// Interrupted, then run again.
+	rec := submit(t, r, long)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
+	eventually(t, r, rec.ID, jobs.Running)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("an interrupted run returned nil: it would be acked and lost")
+	}
+	got := eventually(t, r, rec.ID, jobs.Queued)
+	if got.Attempts != 1 || !strings.Contains(got.Error, "interrupted") {
+		t.Fatalf("interrupted record: %+v", got)
+	}
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(jobstest.Sleep(time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 || got.Error != "" {
+		t.Fatalf("second run: %+v", got)
+	}
+
+	// Finished already: not run again (a sleep of a minute would hang here).
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long)); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 {
+		t.Fatalf("a finished job ran again: %+v", got)
+	}
+
+	// No record (expired): the message is the job.
+	if err := r.HandleDelivery(ctx, "jobs.00000000000000aa", spec(jobstest.Factorial(5))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, "00000000000000aa", jobs.Succeeded); got.Kind != "factorial" || string(got.Result) != "120" || got.Created.IsZero() {
+		t.Fatalf("job run without a record: %+v", got)
+	}
+
+	// Not a job, or a bad one: failed, acked.
+	for id, data := range map[string][]byte{
+		"00000000000000bb": []byte("{not json"),
+		"00000000000000cc": spec(jobs.Spec{Kind: "dance"}),
+		"00000000000000dd": []byte(`{"kind":"sleep","args":{"duration":"1s","colour":"red"}}`),
+	} {
+		if err := r.HandleDelivery(ctx, "jobs."+id, data); err != nil {
+			t.Fatalf("%s: %v: a bad job would be retried for ever", data, err)
+		}
+		if got := eventually(t, r, id, jobs.Failed); got.Error == "" {
+			t.Fatalf("%s: %+v", data, got)
+		}
+	}
+	if err := r.HandleDelivery(ctx, "elsewhere.x", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Interrupted after another run of the same job (a redelivery after a
+	// lost lease) has finished it: the record stays finished.
+	rec = submit(t, r, long)
+	runCtx, cancel = context.WithCancel(ctx)
+	go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
+	eventually(t, r, rec.ID, jobs.Running)
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(jobstest.Factorial(3))); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("an interrupted run returned nil")
+	}
+	if got := eventually(t, r, rec.ID, jobs.Succeeded); got.Attempts != 2 || string(got.Result) != "6" {
+		t.Fatalf("the interrupted run undid the other's end: %+v", got)
+	}
+
+	// Interrupted as often as allowed: failed without running again.
+	rec = submit(t, r, long)
+	for range 3 {
+		runCtx, cancel := context.WithCancel(ctx)
+		go func() { done <- r.HandleDelivery(runCtx, "jobs."+rec.ID, spec(long)) }()
+		eventually(t, r, rec.ID, jobs.Running)
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("an interrupted run returned nil")
+		}
+	}
+	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long)); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, none finished") {
+		t.Fatalf("a job interrupted 3 times: %+v", got)
+	}
+	if o := r.Outcomes(); o.Succeeded != 3 || o.Requeued != 5 || o.Skipped != 1 || o.Failed != 4 {
+		t.Fatalf("outcomes %+v", o)
+	}
+}
+
+// TestJetStreamUnavailable: with the server gone, a new job and a lookup
+// are refused as unavailable (503), within the caller's deadline.
+func TestJetStreamUnavailable(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	rec := submit(t, r, jobstest.Factorial(3))
+	c.srv.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := r.Submit(ctx, jobstest.Factorial(3)); !errors.Is(err, jobs.ErrUnavailable) {
+		t.Fatalf("Submit without a server: %v", err)
+	}
+	if _, err := r.Get(ctx, rec.ID); !errors.Is(err, jobs.ErrUnavailable) {
+		t.Fatalf("Get without a server: %v", err)
+	}
+}
+
+// TestJetStreamUsesWhatExists: a stream, consumer and bucket made
+// beforehand with other settings are used as they are.
+func TestJetStreamUsesWhatExists(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	if _, err := c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "jobs", TTL: time.Minute, History: 2}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.runner(t, jsConfig())
+	c.runner(t, jsConfig()) // a second crewd starting on them
+	kv, err := c.js.KeyValue(ctx, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.History() != 2 || st.TTL() != time.Minute {
+		t.Fatalf("the bucket made beforehand was changed: %v %+v", err, st)
+	}
+	consume(t, r)
+	eventually(t, r, submit(t, r, jobstest.Factorial(3)).ID, jobs.Succeeded)
+}
+
+func TestNewJetStreamRunnerRefusesBadSettings(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.Records = 0
+	if _, err := jsjobs.New(context.Background(), c.js, cfg); err == nil {
+		t.Fatal("no records allowed: accepted")
+	}
+}

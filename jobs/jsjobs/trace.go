@@ -1,0 +1,90 @@
+package jsjobs
+
+import (
+	"context"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/natsjs/natsotel"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A job's trace, through OpenTelemetry's global TracerProvider and
+// propagator (no-ops unless crewd's tracing is on): the HTTP request's span
+// (package api) is the parent of the record write and of the publish
+// (natsotel), whose W3C context travels in the message's headers; each run
+// (TracedHandle) is a child of the publish on whichever crewd pulls the
+// job, with its id, kind, attempt and outcome, and linked to the job's
+// previous run when it runs again (runTrace).
+
+// TracerName is the instrumentation scope of the job store's spans.
+const TracerName = "github.com/crew-go/crew/jobs/jsjobs"
+
+// Attributes of a job's spans.
+const (
+	AttrJobID      = attribute.Key("crewd.job.id")
+	AttrJobKind    = attribute.Key("crewd.job.kind")
+	AttrJobAttempt = attribute.Key("crewd.job.attempt")
+	AttrJobOutcome = attribute.Key("crewd.job.outcome")
+)
+
+// storeSpan starts a span around one write to the bucket.
+func storeSpan(ctx context.Context, name, id string) (context.Context, trace.Span) {
+	return otel.Tracer(TracerName).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(AttrJobID.String(id), attribute.String("messaging.system", "nats")))
+}
+
+// endSpan ends span, with err as its status.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// publish publishes a job's message inside a producer span, its trace
+// context in the headers, its id as the message id.
+func (r *Runner) publish(ctx context.Context, id string, body []byte) error {
+	_, err := natsotel.Publish(ctx, r.js, &nats.Msg{Subject: r.subject + id, Data: body}, jetstream.WithMsgID(id))
+	return err
+}
+
+// TracedHandle is Handle inside a consumer span, a child of the request
+// that accepted the job.
+func (r *Runner) TracedHandle() natsjs.Handler {
+	return natsotel.Handler(r.Handle)
+}
+
+// runTrace marks the run's span with the job, links it to the span of the
+// job's previous run (the record keeps that run's traceparent: a
+// redelivered message carries only its publish's context), and returns
+// what the record keeps of this run for the next: its traceparent when
+// it is sampled, else what it held.
+func runTrace(ctx context.Context, rec jobs.Record) string {
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(AttrJobID.String(rec.ID), AttrJobKind.String(rec.Kind), AttrJobAttempt.Int(rec.Attempts))
+	if rec.Trace != "" {
+		prev := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": rec.Trace})
+		if sc := trace.SpanContextFromContext(prev); sc.IsValid() {
+			span.AddLink(natsotel.PreviousAttempt(sc))
+		}
+	}
+	if !span.SpanContext().IsSampled() {
+		return rec.Trace
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// runOutcome marks the run's span with how the job ended.
+func runOutcome(ctx context.Context, st jobs.State) {
+	trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(string(st)))
+}

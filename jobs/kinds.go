@@ -1,0 +1,248 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Args is what a job of one kind is given: a type that encodes as JSON (a
+// struct, usually), whose Kind, with a value receiver, names the kind.
+// Register adds the kind with the function that runs it; NewSpec makes a
+// job of it.
+type Args interface {
+	Kind() string
+}
+
+// Validator is implemented by Args that check themselves. Validate is
+// called when a job is submitted, so that bad arguments are refused then
+// (an *InvalidError with the error's text), and again before it runs. Its
+// error should name the field at fault.
+type Validator interface {
+	Validate() error
+}
+
+// Kinds is the set of job kinds a runner accepts and runs, each with the
+// type of its arguments and the function that runs it. The zero value is
+// an empty set; add kinds with Register before the set is given to a
+// runner, and not after.
+type Kinds struct {
+	byName map[string]kind
+}
+
+// kind is a registered kind, its types erased: prepare decodes and checks
+// a job's arguments and returns what runs it.
+type kind struct {
+	prepare func(args json.RawMessage) (normal json.RawMessage, run func(context.Context) (json.RawMessage, error), err error)
+}
+
+// MaxKindLen bounds a kind's name, which becomes a metric label and part
+// of log lines.
+const MaxKindLen = 64
+
+// Register adds the kind of A to ks: run runs each job of it with its
+// arguments decoded (unknown fields refused), and its result, encoded as
+// JSON, is the job's Record.Result (ResultOf decodes it). run should
+// honour ctx, which ends at the job's timeout, on a hard stop or when the
+// job is cancelled. Register refuses a name already registered, an empty
+// one, one longer than MaxKindLen or with characters other than letters,
+// digits, '_', '-' and '.'.
+func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R, error)) error {
+	if run == nil {
+		return errors.New("jobs: Register: nil run function")
+	}
+	var zero A
+	name, err := kindOf(zero)
+	if err != nil {
+		return fmt.Errorf("jobs: Register: %w", err)
+	}
+	if _, dup := ks.byName[name]; dup {
+		return fmt.Errorf("jobs: Register: kind %q registered twice", name)
+	}
+	if ks.byName == nil {
+		ks.byName = make(map[string]kind)
+	}
+	ks.byName[name] = kind{prepare: func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
+		var args A
+		if err := decodeArgs(raw, &args); err != nil {
+			return nil, nil, &InvalidError{fmt.Sprintf("%s job: %v", name, err)}
+		}
+		if v, ok := any(args).(Validator); ok {
+			if err := v.Validate(); err != nil {
+				return nil, nil, &InvalidError{fmt.Sprintf("%s job: %v", name, err)}
+			}
+		}
+		normal, err := json.Marshal(args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s job: encode its arguments: %w", name, err)
+		}
+		return normal, func(ctx context.Context) (json.RawMessage, error) {
+			v, err := run(ctx, args)
+			if err != nil {
+				return nil, err
+			}
+			out, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s job: encode its result: %w", name, err)
+			}
+			if string(out) == "null" {
+				return nil, nil
+			}
+			return out, nil
+		}, nil
+	}}
+	return nil
+}
+
+// kindOf reads the kind's name off A's zero value and checks it.
+func kindOf(a Args) (name string, err error) {
+	defer func() {
+		if recover() != nil {
+			err = fmt.Errorf("%T.Kind panicked on a zero value: give it a value receiver", a)
+		}
+	}()
+	name = a.Kind()
+	if name == "" || len(name) > MaxKindLen || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) >= 0 {
+		return "", fmt.Errorf("kind %.80q: want 1 to %d letters, digits, '_', '-' or '.'", name, MaxKindLen)
+	}
+	return name, nil
+}
+
+// decodeArgs decodes a job's arguments into args, refusing fields args
+// does not have; missing or null arguments leave args zero.
+func decodeArgs(raw json.RawMessage, args any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	err := dec.Decode(args)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		if dec.More() {
+			return errors.New("its arguments are followed by more JSON")
+		}
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("%q: want %s, got %s", typeErr.Field, TypeName(typeErr.Type), jsonValue(typeErr.Value))
+	case errors.As(err, &typeErr):
+		return fmt.Errorf("its arguments: want a JSON object, got %s", jsonValue(typeErr.Value))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return fmt.Errorf("its arguments: %w", err)
+}
+
+// jsonValue says what a decoder found: its type ("a JSON string") as
+// encoding/json reports it, or the value itself as Duration reports it.
+func jsonValue(v string) string {
+	if strings.ContainsAny(v, "\"0123456789") {
+		return v
+	}
+	return "a JSON " + v
+}
+
+// TypeName says what a JSON value of type t looks like, for an error.
+func TypeName(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return `a duration such as "50ms", "2s" or "1m"`
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return "an integer"
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr:
+		return "an integer of 0 or more"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "an array"
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// Names returns the kinds' names, sorted.
+func (ks *Kinds) Names() []string {
+	names := make([]string, 0, len(ks.byName))
+	for n := range ks.byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Prepared is a job checked against its kind: its timeout, its
+// arguments normalised, and the function that runs it once.
+type Prepared struct {
+	Timeout time.Duration
+	Body    []byte // the Spec as it travels: kind, normalised arguments and timeout
+	Run     func(ctx context.Context) (json.RawMessage, error)
+}
+
+// Prepare checks spec against its kind and against the largest timeout
+// allowed (def when the spec gives none). A refusal is an *InvalidError
+// naming the field at fault. The body is the same for two specs that differ
+// only in the order of their fields or a default spelled out, so that a
+// retried keyed submit compares equal.
+func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
+	timeout := def
+	if spec.Timeout != 0 {
+		timeout = time.Duration(spec.Timeout)
+	}
+	if timeout <= 0 || timeout > max {
+		return Prepared{}, &InvalidError{fmt.Sprintf("timeout %v: want more than 0 and at most %v", timeout, max)}
+	}
+	if spec.Kind == "" {
+		return Prepared{}, &InvalidError{fmt.Sprintf(`"kind" is required: %s`, strings.Join(ks.Names(), " or "))}
+	}
+	k, ok := ks.byName[spec.Kind]
+	if !ok {
+		return Prepared{}, &InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}
+	}
+	normal, run, err := k.prepare(spec.Args)
+	if err != nil {
+		return Prepared{}, err
+	}
+	spec.Args, spec.Timeout = normal, Duration(timeout)
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{Timeout: timeout, Body: body, Run: run}, nil
+}
+
+// NewSpec makes a job of args' kind with args, for a runner's Submit.
+func NewSpec(args Args) (Spec, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return Spec{}, fmt.Errorf("jobs: %s job: encode its arguments: %w", args.Kind(), err)
+	}
+	return Spec{Kind: args.Kind(), Args: raw}, nil
+}
+
+// ResultOf decodes a succeeded job's result as its kind's result type R.
+func ResultOf[R any](rec Record) (R, error) {
+	var r R
+	if rec.State != Succeeded {
+		return r, fmt.Errorf("jobs: job %s is %s, not succeeded", rec.ID, rec.State)
+	}
+	if len(rec.Result) == 0 {
+		return r, nil
+	}
+	err := json.Unmarshal(rec.Result, &r)
+	return r, err
+}

@@ -1,0 +1,7 @@
+// Package memjobs is the in-memory job store: a Runner that runs each job
+// as a long task on a crew pool, with its record in a Store bounded by
+// count and age. Nothing survives the process; a full queue or a full
+// store refuses a job rather than lose it. It passes the same tests as
+// jsjobs, for a program's tests and for one process that may lose its jobs
+// (crewd with -nats-url=off).
+package memjobs

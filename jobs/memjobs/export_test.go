@@ -1,0 +1,6 @@
+package memjobs
+
+import "time"
+
+// SetClock lets tests age records.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }

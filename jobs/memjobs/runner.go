@@ -1,0 +1,68 @@
+package memjobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+)
+
+// Runner runs jobs as long tasks on a crew pool, with their records in
+// a Store. A job is refused, never queued unseen: a full queue answers
+// crew.ErrQueueFull at once (the API's 503 with Retry-After), a closed pool
+// crew.ErrClosed.
+type Runner struct {
+	Pool           *crew.Pool
+	Store          *Store
+	Kinds          *jobs.Kinds   // the kinds of job accepted
+	DefaultTimeout time.Duration // a job's timeout when its spec gives none
+	MaxTimeout     time.Duration // the longest a spec may give
+}
+
+var _ jobs.KeyedRunner = (*Runner)(nil)
+
+// Submit implements Runner.
+func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) {
+	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
+	if err != nil {
+		return jobs.Record{}, err
+	}
+	e := &entry{id: jobs.NewID(), kind: spec.Kind, created: r.Store.now()}
+	// The record exists before the task can end, so that every accepted
+	// job has one.
+	if err := r.Store.add(e); err != nil {
+		return jobs.Record{}, err
+	}
+	t, err := r.Pool.TrySubmit(func(ctx context.Context) error {
+		v, err := job.Run(ctx)
+		if err == nil {
+			e.mu.Lock()
+			e.result = v
+			e.mu.Unlock()
+		}
+		return err
+	}, crew.Named("job:"+spec.Kind), crew.Timeout(job.Timeout))
+	if err != nil {
+		r.Store.remove(e.id)
+		return jobs.Record{}, err
+	}
+	r.Store.mu.Lock()
+	e.task = t
+	r.Store.mu.Unlock()
+	return e.record(), nil
+}
+
+// Get implements Runner.
+func (r *Runner) Get(_ context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	e, ok := r.Store.get(id)
+	if !ok {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	return e.record(), nil
+}

@@ -1,6 +1,0 @@
-package memstore
-
-import "time"
-
-// SetClock lets tests age records.
-func (s *Store) SetClock(now func() time.Time) { s.now = now }

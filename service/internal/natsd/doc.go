@@ -1,7 +1,0 @@
-// Package natsd is crewd's embedded NATS server: JetStream with its file
-// store in a data directory, run inside the process so that the durable
-// job path needs nothing installed. crewd talks to it over an in-process
-// connection; it listens on a TCP address only when asked to (for the nats
-// CLI or a second crewd). The data directory is locked while the server
-// runs, so that two processes never share one store.
-package natsd
