@@ -19,7 +19,7 @@ import (
 const root = ".."
 
 // readmes hold the lines a user copies.
-var readmes = []string{"README.md", "prom/README.md", "natsjs/README.md", "service/README.md"}
+var readmes = []string{"README.md", "prom/README.md", "natsjs/README.md", "jobs/README.md", "service/README.md"}
 
 var (
 	goGet     = regexp.MustCompile(`^go get (github\.com/crew-go/\S+)`)
@@ -159,10 +159,23 @@ func TestInstallFromAProxy(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(u.dir, "use_test.go"), []byte(unreachable), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The jobs library's quick start is a whole program: a user's module
+	// that registers a kind, runs it on the embedded server and prints
+	// its result.
+	jobsQuick := filepath.Join(u.dir, "jobsquick")
+	if err := os.MkdirAll(jobsQuick, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jobsQuick, "main.go"), []byte(snippet(t, "jobs/README.md", "## Quick start")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	u.run("go", "mod", "tidy")
 	u.run("go", "build", "./...")
 	u.run("go", "test", "-run", "TestUseUnreachable", ".")
-	t.Logf("the Quick start and natsjs's Use snippet build against crew %s; the snippet returns an unreachable server's error", version)
+	if out := u.run("go", "run", "./jobsquick"); !strings.Contains(out, "succeeded HELLO! <nil>") {
+		t.Fatalf("the jobs quick start printed %q, want its job succeeded with HELLO!", out)
+	}
+	t.Logf("the Quick start and natsjs's Use snippet build against crew %s; the snippet returns an unreachable server's error; the jobs quick start runs its job", version)
 
 	// go install pkg@version is a module of its own: -mod=mod does not apply.
 	bin := t.TempDir()

@@ -54,24 +54,25 @@ type Runner struct {
 
 var _ jobs.KeyedRunner = (*Runner)(nil)
 
-// Config names what New finds or creates, and the
-// settings it creates them with.
+// Config names what New finds or creates, and the settings it creates
+// them with. Kinds is required; every other field has a default, given
+// with it.
 type Config struct {
-	Stream, Consumer, Bucket string // "jobs", "crewd", "jobs" in crewd
+	Stream, Consumer, Bucket string // "jobs", "jobs", "jobs" (crewd names its consumer "crewd")
 
 	Replicas  int           // of the stream and the bucket when created here; 0 is 1
-	Records   int           // the bucket's bound on records
-	RecordTTL time.Duration // the bucket's TTL
+	Records   int           // the bucket's bound on records; 0 is 200,000
+	RecordTTL time.Duration // the bucket's TTL; 0 is 10 minutes
 
-	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered
+	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered; 0 is 30 s
 	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
 
 	// Kinds are the kinds of job accepted and run; a job of another kind
 	// is refused at Submit and failed if it is delivered.
 	Kinds *jobs.Kinds
 
-	// DefaultTimeout is a job's timeout when its spec gives none;
-	// MaxTimeout the longest a spec may give.
+	// DefaultTimeout is a job's timeout when its spec gives none (0 is
+	// 30 s); MaxTimeout the longest a spec may give (0 is 5 minutes).
 	DefaultTimeout, MaxTimeout time.Duration
 
 	// StoreTimeout bounds each read or write of a record and each publish
@@ -80,6 +81,33 @@ type Config struct {
 	StoreTimeout time.Duration
 
 	Log *slog.Logger // may be nil
+}
+
+// defaults fills in what cfg leaves zero.
+func (cfg *Config) defaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&cfg.Stream, "jobs")
+	def(&cfg.Consumer, "jobs")
+	def(&cfg.Bucket, "jobs")
+	for _, d := range []struct {
+		p *time.Duration
+		v time.Duration
+	}{{&cfg.RecordTTL, 10 * time.Minute}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
+		{&cfg.MaxTimeout, max(5*time.Minute, cfg.DefaultTimeout)}, {&cfg.StoreTimeout, DefaultStoreTimeout}} {
+		if *d.p == 0 {
+			*d.p = d.v
+		}
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Records == 0 {
+		cfg.Records = 200_000
+	}
 }
 
 // DefaultStoreTimeout is Config.StoreTimeout's default: an
@@ -95,12 +123,7 @@ const DefaultStoreTimeout = 2 * time.Second
 // JetStream cluster is forming (no answer, or "temporarily unavailable")
 // the setup is tried again with backoff until ctx ends.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, error) {
-	if cfg.Replicas == 0 {
-		cfg.Replicas = 1
-	}
-	if cfg.StoreTimeout == 0 {
-		cfg.StoreTimeout = DefaultStoreTimeout
-	}
+	cfg.defaults()
 	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
 		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
 	}
@@ -277,6 +300,41 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 	}
 	rec, _, err := r.load(ctx, id)
 	return rec, err
+}
+
+// Wait waits until the job has ended and returns its record: at once if
+// it has, else when the record changes to a terminal state, or when ctx
+// ends (with ctx's error). It watches the job's key, so it costs no
+// polling.
+func (r *Runner) Wait(ctx context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	w, err := r.kv.Watch(ctx, id)
+	if err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return jobs.Record{}, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return jobs.Record{}, fmt.Errorf("%w: the watch of job %s ended", jobs.ErrUnavailable, id)
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // the initial values' end, or a deletion
+			}
+			var rec jobs.Record
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				return jobs.Record{}, fmt.Errorf("record of job %s: %w", id, err)
+			}
+			if rec.State.Terminal() {
+				return rec, nil
+			}
+		}
+	}
 }
 
 // connected refuses a write at once, rather than after the store's

@@ -3,6 +3,8 @@ package jsjobs
 import (
 	"context"
 
+	"github.com/crew-go/crew"
+
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/natsjs"
 	"github.com/crew-go/crew/natsjs/natsotel"
@@ -54,6 +56,14 @@ func endSpan(span trace.Span, err error) {
 func (r *Runner) publish(ctx context.Context, id string, body []byte) error {
 	_, err := natsotel.Publish(ctx, r.js, &nats.Msg{Subject: r.subject + id, Data: body}, jetstream.WithMsgID(id))
 	return err
+}
+
+// Source makes the natsjs.Source that runs the jobs on pool: TracedHandle
+// on the consumer, each ack confirmed by the server (so that a finished
+// job is not run again after a crash), tasks named "job"; opts come after
+// those and may override them. Its Run pulls until its context ends.
+func (r *Runner) Source(pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source, error) {
+	return natsjs.New(pool, r.cons, r.TracedHandle(), append([]natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job")}, opts...)...)
 }
 
 // TracedHandle is Handle inside a consumer span, a child of the request

@@ -157,7 +157,7 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 			log.Info("jobs delivered before the last stop and not acked are delivered again now", "count", info.NumAckPending)
 		}
 	}
-	d.source, err = natsjs.New(pool, d.runner.Consumer(), d.runner.TracedHandle(), natsjs.WithConn(d.nc), natsjs.WithDoubleAck(), natsjs.WithLogger(log), natsjs.WithTaskName("job"))
+	d.source, err = d.runner.Source(pool, natsjs.WithConn(d.nc), natsjs.WithLogger(log))
 	if err != nil {
 		return fail(err)
 	}
