@@ -15,7 +15,7 @@ import (
 type Runner interface {
 	// Submit validates spec and accepts the job, or refuses it with an
 	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed,
-	// ErrRecordsFull, ErrUnavailable, or ctx's error.
+	// ErrFull, ErrUnavailable, or ctx's error.
 	Submit(ctx context.Context, spec Spec) (Record, error)
 	// Get returns the job's record: ErrNotFound for an unknown (or evicted,
 	// or expired) id, ErrUnavailable when the records cannot be read now.
@@ -88,11 +88,10 @@ type InvalidError struct{ Reason string }
 
 func (e *InvalidError) Error() string { return "invalid job: " + e.Reason }
 
-// ErrRecordsFull refuses a job that no record can be kept for, since a job
-// without one could be lost unseen: in memory, every record kept is of an
-// unfinished job, and none may be evicted; in JetStream, the bucket holds
-// as many records as it may, and only their expiry makes room.
-var ErrRecordsFull = errors.New("job records full: no room to record a new job")
+// ErrFull refuses a job because the jobs already accepted and not yet
+// ended fill the store (the stream's limits, or in memory the records
+// kept); finished jobs never do. Try again later.
+var ErrFull = errors.New("job store full: the jobs waiting or running fill it; try again later")
 
 // ErrNotFound is Get's answer for a job it has no record of.
 var ErrNotFound = errors.New("no such job (unknown, or its record was evicted)")

@@ -28,9 +28,11 @@ func claimKey(key string) string { return "idempotency." + jobs.KeyHash(key) }
 // with Create, so that exactly one request wins it, on any replica; the
 // others read it and answer its job. The job's message carries the job id
 // as Nats-Msg-Id, so that a publish made twice (by the winner and a retry
-// that found the job not yet recorded) is stored once, within the stream's
-// duplicates window. The claim expires with the bucket's TTL (the record
-// TTL) after it was made: the window in which a key answers the same job.
+// that found the job neither recorded nor waiting) is stored once, within
+// the stream's duplicates window. The claim expires SucceededTTL after it
+// was made, the shortest retention, so that a job ended while its claim
+// lives still has its record: that is the window in which a key answers
+// the same job.
 func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jobs.Record, bool, error) {
 	if err := jobs.CheckKey(key); err != nil {
 		return jobs.Record{}, false, err
@@ -56,13 +58,13 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	// A claim gone between our Create and our Get (deleted by an operator,
 	// or expired) is tried again, a few times.
 	for range 3 {
-		_, err = r.kv.Create(ctx, ck, data)
+		_, err = r.kv.Create(ctx, ck, data, jetstream.KeyTTL(r.succeededTTL))
 		if err == nil {
 			rec := jobs.Record{ID: mine.ID, Kind: spec.Kind, State: jobs.Queued, Created: mine.Created}
-			if err := r.enqueue(ctx, rec, body); err != nil {
+			if err := r.publishJob(ctx, rec.ID, job.Body); err != nil {
 				// The claim stays: maybe the job was stored after all (the
-				// answer lost), and a retry finds the claim and records
-				// and publishes the same job, stored once.
+				// answer lost), and a retry finds the claim and publishes
+				// the same job, stored once.
 				return jobs.Record{}, false, err
 			}
 			return rec, false, nil
@@ -84,42 +86,20 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 		if theirs.Request != mine.Request {
 			return jobs.Record{}, false, fmt.Errorf("%w: the job %s was posted under it with another body", jobs.ErrKeyReused, theirs.ID)
 		}
-		rec, _, err := r.load(ctx, theirs.ID)
-		switch {
-		case errors.Is(err, jobs.ErrNotFound):
-			// Its request has not recorded it yet, or died before it
-			// could: recorded and published here too, stored once.
+		rec, err := r.Get(ctx, theirs.ID)
+		if errors.Is(err, jobs.ErrNotFound) {
+			// Neither recorded nor waiting: its request died before the
+			// stream stored it (or the answer was lost). Published here,
+			// stored once within the duplicates window.
 			rec = jobs.Record{ID: theirs.ID, Kind: spec.Kind, State: jobs.Queued, Created: theirs.Created}
-			if err := r.enqueue(ctx, rec, body); err != nil {
-				return jobs.Record{}, false, err
-			}
-		case err != nil:
+			err = r.publishJob(ctx, rec.ID, job.Body)
+		}
+		if err != nil {
 			return jobs.Record{}, false, err
-		case rec.State == jobs.Queued && time.Since(theirs.Created) < r.duplicates():
-			// Maybe recorded and never published (its process killed in
-			// between): published again, which the stream stores once
-			// within its duplicates window. Past it the job is left as
-			// it is, so that a retry never makes a second run.
-			if err := r.publishJob(ctx, rec.ID, body); err != nil {
-				return jobs.Record{}, false, err
-			}
 		}
 		return rec, true, nil
 	}
 	return jobs.Record{}, false, fmt.Errorf("%w: the idempotency key's claim keeps changing", jobs.ErrUnavailable)
-}
-
-// enqueue records a job queued (unless its record exists) and publishes
-// it with its id as the message id.
-func (r *Runner) enqueue(ctx context.Context, rec jobs.Record, body []byte) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if _, err := r.kv.Create(ctx, rec.ID, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return storeError(err)
-	}
-	return r.publishJob(ctx, rec.ID, body)
 }
 
 func (r *Runner) publishJob(ctx context.Context, id string, body []byte) error {
@@ -127,13 +107,4 @@ func (r *Runner) publishJob(ctx context.Context, id string, body []byte) error {
 		return storeError(err)
 	}
 	return nil
-}
-
-// duplicates is the stream's duplicates window: 2 minutes unless the
-// stream was made with another.
-func (r *Runner) duplicates() time.Duration {
-	if r.dupWindow > 0 {
-		return r.dupWindow
-	}
-	return 2 * time.Minute
 }

@@ -16,24 +16,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Runner runs jobs through a JetStream stream, with their records
-// in a key-value bucket, so that a job accepted with 202 outlives the
-// process that accepted it. Submit records the job queued, publishes its
-// spec to <stream>.<id> and answers only once the stream has stored it;
-// any crewd sharing the stream's consumer runs it (through a natsjs.Source
-// calling Handle), and any crewd sharing the bucket answers Get for it.
+// Runner runs jobs through a JetStream stream, with their records in a
+// key-value bucket, so that a job accepted outlives the process that
+// accepted it. Submit publishes the job's spec to <stream>.<id> and answers
+// only once the stream has stored it: accepting a job rests on the stream
+// alone. Any process sharing the stream's consumer runs it (through a
+// natsjs.Source calling Handle), and any process sharing the bucket and the
+// stream answers Get for it.
 //
 // Delivery is at-least-once: a job whose run was interrupted (the process
 // killed, a hard stop) runs again, and Record.Attempts counts the runs
 // started. A job whose record is already terminal is not run again.
 //
-// Records expire from the bucket RecordTTL after their last change (the
-// bucket's TTL), finished or not; a job still waiting in the stream when
-// its record expires gets a new one when it starts. The bucket holds at
-// most Records records: while it is full a new job is refused with
-// ErrRecordsFull (503), never accepted unrecorded; only expiry makes room.
+// Records are kept by state. A job waiting in the stream has no record
+// yet: Get answers it as queued from its message, however long it waits.
+// Its first run writes the record, which never expires while the job
+// lives; its end is written with a per-message TTL, SucceededTTL or
+// FailedTTL, after which the server removes it. The bucket is bounded in
+// bytes (StoreBytes); when full, its oldest records go first, which are
+// finished ones (a live record is rewritten at every change). Bookkeeping
+// never refuses a job: only a stream full of jobs waiting does (ErrFull).
 type Runner struct {
 	js      jetstream.JetStream
+	jobs    jetstream.Stream // the jobs' stream
 	kv      jetstream.KeyValue
 	cons    jetstream.Consumer
 	subject string // the stream's subject prefix, "jobs."
@@ -41,8 +46,9 @@ type Runner struct {
 
 	storeTimeout time.Duration
 	health       storeHealth
+	bucketSubj   string // "$KV.<bucket>.": a record's subject, less its id
 
-	dupWindow time.Duration // the stream's duplicates window
+	succeededTTL, failedTTL time.Duration
 
 	kinds                      *jobs.Kinds
 	defaultTimeout, maxTimeout time.Duration
@@ -60,9 +66,15 @@ var _ jobs.KeyedRunner = (*Runner)(nil)
 type Config struct {
 	Stream, Consumer, Bucket string // "jobs", "jobs", "jobs" (crewd names its consumer "crewd")
 
-	Replicas  int           // of the stream and the bucket when created here; 0 is 1
-	Records   int           // the bucket's bound on records; 0 is 200,000
-	RecordTTL time.Duration // the bucket's TTL; 0 is 10 minutes
+	Replicas int // of the stream and the bucket when created here; 0 is 1
+
+	// SucceededTTL is how long a succeeded job's record is kept after its
+	// end (0 is 1 hour); FailedTTL a failed or timed-out one's, and an
+	// idempotency key's (0 is 1 day).
+	SucceededTTL, FailedTTL time.Duration
+	// StoreBytes bounds the records' bucket when it is created here; when
+	// it is full the oldest records go first. 0 is 256 MiB.
+	StoreBytes int64
 
 	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered; 0 is 30 s
 	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
@@ -96,7 +108,7 @@ func (cfg *Config) defaults() {
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
-	}{{&cfg.RecordTTL, 10 * time.Minute}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
+	}{{&cfg.SucceededTTL, time.Hour}, {&cfg.FailedTTL, 24 * time.Hour}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
 		{&cfg.MaxTimeout, max(5*time.Minute, cfg.DefaultTimeout)}, {&cfg.StoreTimeout, DefaultStoreTimeout}} {
 		if *d.p == 0 {
 			*d.p = d.v
@@ -105,8 +117,8 @@ func (cfg *Config) defaults() {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
-	if cfg.Records == 0 {
-		cfg.Records = 200_000
+	if cfg.StoreBytes == 0 {
+		cfg.StoreBytes = 256 << 20
 	}
 }
 
@@ -127,13 +139,14 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
 		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
 	}
-	if cfg.Records < 1 || cfg.RecordTTL <= 0 || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
+	if cfg.StoreBytes < 1 || cfg.SucceededTTL < time.Second || cfg.FailedTTL < time.Second || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
 		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
 	r := &Runner{
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
-		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds,
+		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, bucketSubj: "$KV." + cfg.Bucket + ".",
+		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
 		runs: newRunHistogram(),
 	}
@@ -155,7 +168,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 			if name == cfg.Stream {
 				args = append(args, "replicas", sc.Replicas)
 			} else {
-				args = append(args, "record_ttl", sc.MaxAge.String(), "records", sc.MaxMsgs, "bucket_replicas", sc.Replicas)
+				args = append(args, "succeeded_ttl", cfg.SucceededTTL.String(), "failed_ttl", cfg.FailedTTL.String(),
+					"store_bytes", sc.MaxBytes, "bucket_replicas", sc.Replicas)
 			}
 			if sc.Replicas < cfg.Replicas {
 				r.log.Warn("a JetStream stream found has fewer replicas than asked; crewd leaves it as it is (raise it with nats stream edit --replicas)",
@@ -177,21 +191,24 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 	stream, err := findOrCreate(ctx, func() (jetstream.Stream, error) {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        cfg.Stream,
-			Description: "crewd's jobs, one message per job accepted, removed once acked",
+			Description: "jobs, one message per job accepted, removed once acked",
 			Subjects:    []string{cfg.Stream + ".>"},
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
+			// Get reads a job still waiting from its message, on any
+			// replica.
+			AllowDirect: true,
 		})
 	}, func() (jetstream.Stream, error) { return js.Stream(ctx, cfg.Stream) }, jetstream.ErrStreamNameAlreadyInUse)
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	r.dupWindow = stream.CachedInfo().Config.Duplicates
+	r.jobs = stream
 	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,
-			Description:   "crewd's job runners",
+			Description:   "the job runners",
 			FilterSubject: cfg.Stream + ".>",
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
@@ -205,32 +222,41 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
 	}
 	r.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
-		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		return js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:      cfg.Bucket,
-			Description: "crewd's job records, by job id",
-			TTL:         cfg.RecordTTL,
+			Description: "job records, by job id; finished ones expire by their own TTL",
+			MaxBytes:    cfg.StoreBytes,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
 		})
-		if err != nil {
-			return nil, err
-		}
-		// A key-value config has no bound on keys: the stream under it
-		// does. It discards new messages when full, never old ones, and a
-		// change to an existing key still goes through.
-		s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
-		if err != nil {
-			return nil, err
-		}
-		sc := s.CachedInfo().Config
-		sc.MaxMsgs = int64(cfg.Records)
-		if _, err := js.UpdateStream(ctx, sc); err != nil {
-			return nil, err
-		}
-		return kv, nil
 	}, func() (jetstream.KeyValue, error) { return js.KeyValue(ctx, cfg.Bucket) }, jetstream.ErrBucketExists)
 	if err != nil {
 		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
+	}
+	return r.keepByState(ctx, cfg.Bucket)
+}
+
+// keepByState makes the bucket's stream keep records by state: finished
+// ones carry their own TTL (AllowMsgTTL, which an existing bucket made
+// without it gets now: it can be turned on, never off), and when the
+// bucket is full its oldest records go (DiscardOld) rather than a new one
+// be refused. A live record carries no TTL and never expires.
+func (r *Runner) keepByState(ctx context.Context, bucket string) error {
+	s, err := r.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return fmt.Errorf("bucket %q: %w", bucket, err)
+	}
+	sc := s.CachedInfo().Config
+	if sc.AllowMsgTTL && sc.Discard == jetstream.DiscardOld {
+		return nil
+	}
+	if r.log != nil {
+		r.log.Info("job records: finished ones now expire by their own TTL, the oldest go first when the bucket is full",
+			"bucket", bucket, "allow_msg_ttl", sc.AllowMsgTTL, "discard", sc.Discard.String())
+	}
+	sc.AllowMsgTTL, sc.Discard = true, jetstream.DiscardOld
+	if _, err := r.js.UpdateStream(ctx, sc); err != nil {
+		return fmt.Errorf("bucket %q: keep records by state: %w", bucket, err)
 	}
 	return nil
 }
@@ -248,39 +274,23 @@ func findOrCreate[T any](ctx context.Context, create, find func() (T, error), ex
 // Consumer is the consumer a natsjs.Source pulls the jobs from.
 func (r *Runner) Consumer() jetstream.Consumer { return r.cons }
 
-// Submit implements Runner: the job is recorded, then published, and
-// accepted only once the stream has acknowledged it. The message id is the
-// job's, so that a publish retried by the client library is stored once.
+// Submit implements Runner: the job is published, and accepted once the
+// stream has stored it; its record follows from the message (Get reads a
+// waiting job from it, and the first run writes the record). The message
+// id is the job's, so that a publish retried by the client library is
+// stored once.
 func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
 	job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
 	if err != nil {
 		return jobs.Record{}, err
 	}
-	body := job.Body
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*r.storeTimeout) // a record, then a publish
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	rec := jobs.Record{ID: jobs.NewID(), Kind: spec.Kind, State: jobs.Queued, Created: time.Now()}
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return jobs.Record{}, err
-	}
-	// The record first: a job that runs finds it, and a job that cannot be
-	// recorded is not accepted.
-	wctx, span := storeSpan(ctx, "job record write", rec.ID)
-	_, err = r.kv.Create(wctx, rec.ID, data)
-	endSpan(span, err)
-	if err != nil {
-		return jobs.Record{}, storeError(err)
-	}
-	if err := r.publish(ctx, rec.ID, body); err != nil {
-		// Maybe stored after all (the answer lost): then the job runs and
-		// writes its record again.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = r.kv.Delete(dctx, rec.ID)
-		cancel()
+	if err := r.publish(ctx, rec.ID, job.Body); err != nil {
 		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil
@@ -299,7 +309,28 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 		return jobs.Record{}, fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
 	rec, _, err := r.load(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return r.waiting(ctx, id)
+	}
 	return rec, err
+}
+
+// waiting reads a job that has no record yet from its message: a job
+// waiting in the stream (or whose first run has not written its record
+// yet) is queued.
+func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	m, err := r.jobs.GetLastMsgForSubject(ctx, r.subject+id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	var spec jobs.Spec
+	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
+	return jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time}, nil
 }
 
 // Wait waits until the job has ended and returns its record: at once if
@@ -380,7 +411,9 @@ func (r *Runner) load(ctx context.Context, id string) (jobs.Record, uint64, erro
 	return rec, e.Revision(), nil
 }
 
-// put writes a record whatever its revision, and returns the new one.
+// put writes a record whatever its revision, and returns the new one. A
+// finished record carries its TTL (ttl), after which the server removes
+// it; a live one carries none.
 func (r *Runner) put(ctx context.Context, rec jobs.Record) (uint64, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -388,11 +421,26 @@ func (r *Runner) put(ctx context.Context, rec jobs.Record) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	rev, err := r.kv.Put(ctx, rec.ID, data)
+	var opts []jetstream.PublishOpt
+	if ttl := r.ttl(rec.State); ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	ack, err := r.js.Publish(ctx, r.bucketSubj+rec.ID, data, opts...)
 	if err != nil {
 		return 0, storeError(err)
 	}
-	return rev, nil
+	return ack.Sequence, nil
+}
+
+// ttl is how long a record in state st is kept: none while the job lives.
+func (r *Runner) ttl(st jobs.State) time.Duration {
+	switch {
+	case !st.Terminal():
+		return 0
+	case st == jobs.Succeeded:
+		return r.succeededTTL
+	}
+	return r.failedTTL
 }
 
 // errChanged is a write refused because the record changed since it was
@@ -426,15 +474,25 @@ func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64,
 }
 
 // storeError maps an error of the bucket or the stream to the Runner's:
-// ErrRecordsFull for a full bucket, ctx's own error as it is, and
+// ErrFull for a stream full of jobs, ctx's own error as it is, and
 // ErrUnavailable for the rest.
 func storeError(err error) error {
 	var api *jetstream.APIError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.As(err, &api) && strings.Contains(api.Description, "maximum messages"):
-		return fmt.Errorf("%w (%v)", jobs.ErrRecordsFull, err)
+	case errors.As(err, &api) && api.ErrorCode != jetstream.JSErrCodeStreamMessageExceedsMaximum && full(api.Description):
+		return jobs.ErrFull
 	}
 	return fmt.Errorf("%w: %v", jobs.ErrUnavailable, err)
+}
+
+// full reports whether a store's error says it has reached a limit.
+func full(description string) bool {
+	for _, s := range []string{"maximum messages", "maximum bytes", "resource limits exceeded", "insufficient resources"} {
+		if strings.Contains(description, s) {
+			return true
+		}
+	}
+	return false
 }

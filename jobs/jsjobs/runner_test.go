@@ -47,8 +47,8 @@ func newCluster(t *testing.T) *cluster {
 func jsConfig() jsjobs.Config {
 	return jsjobs.Config{
 		Stream: "jobs", Consumer: "crewd", Bucket: "jobs",
-		Records: 100, RecordTTL: time.Hour, AckWait: 5 * time.Second,
-		Kinds: jobstest.Kinds(), DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+		AckWait: 5 * time.Second,
+		Kinds:   jobstest.Kinds(), DefaultTimeout: time.Second, MaxTimeout: time.Minute,
 	}
 }
 
@@ -86,6 +86,17 @@ func consume(t *testing.T, r *jsjobs.Runner) *natsjs.Source {
 		}
 	})
 	return src
+}
+
+// stopSource stops src pulling: a job submitted after it waits in the
+// stream.
+func stopSource(t *testing.T, src *natsjs.Source) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := src.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // eventually polls r for job id until it is in state want, for 10 s at
@@ -164,46 +175,80 @@ func TestJetStreamRunsJobs(t *testing.T) {
 }
 
 // TestJetStreamSubmitRefuses: a bad job is refused before anything is
-// written, and a full bucket refuses a new job (503) while the runs of the
-// jobs it holds still record their ends.
+// written; a stream full of jobs waiting refuses a new one with ErrFull,
+// in the library's words (no store's text), and accepts again once they
+// have run: finished jobs never take the room of new ones.
 func TestJetStreamSubmitRefuses(t *testing.T) {
 	c := newCluster(t)
-	cfg := jsConfig()
-	cfg.Records = 3
-	r := c.runner(t, cfg)
+	ctx := context.Background()
+	if _, err := c.js.CreateStream(ctx, jetstream.StreamConfig{Name: "jobs", Subjects: []string{"jobs.>"},
+		Retention: jetstream.WorkQueuePolicy, MaxMsgs: 3, Discard: jetstream.DiscardNew}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.runner(t, jsConfig())
 	var invalid *jobs.InvalidError
-	if _, err := r.Submit(context.Background(), jobs.Spec{Kind: "dance"}); !errors.As(err, &invalid) {
+	if _, err := r.Submit(ctx, jobs.Spec{Kind: "dance"}); !errors.As(err, &invalid) {
 		t.Fatalf("bad job: %v", err)
 	}
 	var ids []string
 	for n := range 3 {
 		ids = append(ids, submit(t, r, jobstest.Factorial(n)).ID)
 	}
-	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
-		t.Fatalf("Submit on a full bucket = %v, want ErrRecordsFull", err)
+	_, err := r.Submit(ctx, jobstest.Factorial(4))
+	if !errors.Is(err, jobs.ErrFull) || strings.Contains(err.Error(), "nats") || strings.Contains(err.Error(), "10077") {
+		t.Fatalf("Submit on a full stream = %v, want ErrFull in the library's words", err)
 	}
 	consume(t, r)
 	for _, id := range ids {
 		eventually(t, r, id, jobs.Succeeded)
 	}
-	if _, err := r.Submit(context.Background(), jobstest.Factorial(4)); !errors.Is(err, jobs.ErrRecordsFull) {
-		t.Fatalf("Submit on a full bucket of finished jobs = %v, want ErrRecordsFull until they expire", err)
-	}
-	// Each job's message leaves the stream once acked, just after its
-	// record was written: the refused jobs were never published.
-	var msgs uint64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		info, err := c.js.Stream(context.Background(), "jobs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msgs = info.CachedInfo().State.Msgs; msgs == 0 {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err = r.Submit(ctx, jobstest.Factorial(4)); err == nil || time.Now().After(deadline) {
 			break
 		}
 	}
-	if msgs != 0 {
-		t.Fatalf("the stream holds %d messages after every job ran (refused jobs published?)", msgs)
+	if err != nil {
+		t.Fatalf("Submit once the jobs waiting have run: %v", err)
 	}
+}
+
+// TestJetStreamKeepsRecordsByState: a job waiting in the stream longer
+// than every retention is still answered (queued, from its message), while
+// a finished job's record with the same retention is gone; bookkeeping
+// never refuses a job: a bucket far too small for the records of all the
+// jobs run keeps taking new ones, dropping the oldest.
+func TestJetStreamKeepsRecordsByState(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.SucceededTTL, cfg.FailedTTL = time.Second, time.Second
+	cfg.StoreBytes = 8 << 10
+	r := c.runner(t, cfg)
+	done := submit(t, r, jobstest.Factorial(3))
+	src := consume(t, r)
+	eventually(t, r, done.ID, jobs.Succeeded)
+	stopSource(t, src)
+	waiting := submit(t, r, jobstest.Factorial(4))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := r.Get(context.Background(), done.ID)
+		if errors.Is(err, jobs.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a finished record with a 1 s retention still answers after 10 s: %v", err)
+		}
+	}
+	rec, err := r.Get(context.Background(), waiting.ID)
+	if err != nil || rec.State != jobs.Queued || rec.Kind != "factorial" || rec.Created.IsZero() {
+		t.Fatalf("a job waiting longer than every retention: %+v, %v", rec, err)
+	}
+	consume(t, r)
+	eventually(t, r, waiting.ID, jobs.Succeeded)
+	// 8 KiB hold a few dozen records: 200 jobs run, none refused.
+	var ids []string
+	for n := range 200 {
+		ids = append(ids, submit(t, r, jobstest.Factorial(n%20)).ID)
+	}
+	eventually(t, r, ids[len(ids)-1], jobs.Succeeded)
 }
 
 // TestJetStreamHandleIsIdempotent: a redelivered job already finished is
@@ -358,8 +403,13 @@ func TestJetStreamUsesWhatExists(t *testing.T) {
 func TestNewJetStreamRunnerRefusesBadSettings(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
-	cfg.Records = 0
+	cfg.FailedTTL = time.Millisecond
 	if _, err := jsjobs.New(context.Background(), c.js, cfg); err == nil {
-		t.Fatal("no records allowed: accepted")
+		t.Fatal("a retention of 1 ms: accepted")
+	}
+	cfg = jsConfig()
+	cfg.Kinds = nil
+	if _, err := jsjobs.New(context.Background(), c.js, cfg); err == nil {
+		t.Fatal("no kinds: accepted")
 	}
 }

@@ -10,23 +10,18 @@ import (
 	"github.com/crew-go/crew/natsjs/natsotel"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // A job's trace, through OpenTelemetry's global TracerProvider and
-// propagator (no-ops unless crewd's tracing is on): the HTTP request's span
-// (package api) is the parent of the record write and of the publish
-// (natsotel), whose W3C context travels in the message's headers; each run
-// (TracedHandle) is a child of the publish on whichever crewd pulls the
-// job, with its id, kind, attempt and outcome, and linked to the job's
-// previous run when it runs again (runTrace).
-
-// TracerName is the instrumentation scope of the job store's spans.
-const TracerName = "github.com/crew-go/crew/jobs/jsjobs"
+// propagator (no-ops unless the program sets them): the caller's span (an
+// HTTP request's, say) is the parent of the publish (natsotel), whose W3C
+// context travels in the message's headers; each run (TracedHandle) is a
+// child of the publish on whichever process pulls the job, with its id,
+// kind, attempt and outcome, and linked to the job's previous run when it
+// runs again (runTrace).
 
 // Attributes of a job's spans.
 const (
@@ -35,21 +30,6 @@ const (
 	AttrJobAttempt = attribute.Key("crewd.job.attempt")
 	AttrJobOutcome = attribute.Key("crewd.job.outcome")
 )
-
-// storeSpan starts a span around one write to the bucket.
-func storeSpan(ctx context.Context, name, id string) (context.Context, trace.Span) {
-	return otel.Tracer(TracerName).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(AttrJobID.String(id), attribute.String("messaging.system", "nats")))
-}
-
-// endSpan ends span, with err as its status.
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
 
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id.

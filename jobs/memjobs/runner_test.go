@@ -75,8 +75,8 @@ func TestRecordsBoundedByCountAndAge(t *testing.T) {
 		if evicted["age"] != 3 {
 			t.Fatalf("evicted %v, want 3 by age", evicted)
 		}
-		if _, err := r.Submit(context.Background(), factorial(1)); !errors.Is(err, jobs.ErrRecordsFull) {
-			t.Fatalf("Submit with only unfinished records = %v, want ErrRecordsFull", err)
+		if _, err := r.Submit(context.Background(), factorial(1)); !errors.Is(err, jobs.ErrFull) {
+			t.Fatalf("Submit with only unfinished records = %v, want ErrFull", err)
 		}
 		_ = pool.Resume()
 	})

@@ -65,7 +65,7 @@ func NewStore(max int, ttl time.Duration, log *slog.Logger, onEvict func(reason 
 	return &Store{max: max, ttl: ttl, now: time.Now, log: log, onEvict: onEvict, byID: make(map[string]*entry)}
 }
 
-// add keeps e, evicting what it must first; ErrRecordsFull when no room
+// add keeps e, evicting what it must first; ErrFull when no room
 // can be made.
 func (s *Store) add(e *entry) error {
 	s.mu.Lock()
@@ -80,7 +80,7 @@ func (s *Store) add(e *entry) error {
 		})
 	}
 	if len(s.order) >= s.max {
-		return jobs.ErrRecordsFull
+		return jobs.ErrFull
 	}
 	s.byID[e.id] = e
 	s.order = append(s.order, e)

@@ -241,7 +241,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		// The IETF draft's answer to a key reused with another payload.
 		a.fail(w, r, http.StatusUnprocessableEntity, err.Error())
 		return
-	case errors.Is(err, jobs.ErrRecordsFull), errors.Is(err, jobs.ErrUnavailable):
+	case errors.Is(err, jobs.ErrFull), errors.Is(err, jobs.ErrUnavailable):
 		a.unavailable(w, r, err)
 		return
 	case err != nil:

@@ -161,7 +161,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
 		}, []string{"reason"})
 		reg.MustRegister(evicted)
-		store = memjobs.NewStore(cfg.Records(false), cfg.JobRecordTTL, log, func(reason string, n int) {
+		store = memjobs.NewStore(cfg.Records(), cfg.JobRecordTTL, log, func(reason string, n int) {
 			evicted.WithLabelValues(reason).Add(float64(n))
 		})
 		a.Jobs = &memjobs.Runner{Pool: pool, Store: store, Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
@@ -351,7 +351,7 @@ func settings(cfg config.Config) durable.Settings {
 		URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
 		Config: jsjobs.Config{
 			Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
-			Replicas: cfg.NATSReplicas, Records: cfg.Records(true), RecordTTL: cfg.JobRecordTTL,
+			Replicas: cfg.NATSReplicas, SucceededTTL: cfg.JobRecordTTL, FailedTTL: cfg.JobFailedTTL, StoreBytes: cfg.JobStoreBytes,
 			AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
 			Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		},

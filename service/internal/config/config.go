@@ -30,8 +30,10 @@ type Config struct {
 	RequestTimeout time.Duration // an online request's whole time
 	JobTimeout     time.Duration // a job's timeout unless it asks for less
 	MaxJobTimeout  time.Duration // the most a job may ask for
-	JobRecords     int           // job records kept at most; 0: the path's default (Records)
-	JobRecordTTL   time.Duration // a finished job's record is kept this long
+	JobRecords     int           // job records kept at most in memory; 0: MemoryJobRecords
+	JobRecordTTL   time.Duration // a succeeded (in memory: any finished) job's record is kept this long
+	JobFailedTTL   time.Duration // through JetStream, a failed or timed-out job's record is kept this long
+	JobStoreBytes  int64         // through JetStream, the records' bucket's bound in bytes
 	RetryAfter     time.Duration // the Retry-After of a 503 for a full queue
 
 	ShutdownDelay   time.Duration     // readiness off before the listener closes
@@ -76,8 +78,10 @@ func Default() Config {
 		RequestTimeout:  10 * time.Second,
 		JobTimeout:      30 * time.Second,
 		MaxJobTimeout:   5 * time.Minute,
-		JobRecords:      0, // the path's own: MemoryJobRecords or JetStreamJobRecords
-		JobRecordTTL:    10 * time.Minute,
+		JobRecords:      0, // MemoryJobRecords
+		JobRecordTTL:    time.Hour,
+		JobFailedTTL:    24 * time.Hour,
+		JobStoreBytes:   64 << 20,
 		RetryAfter:      time.Second,
 		ShutdownDelay:   5 * time.Second,
 		ShutdownTimeout: 25 * time.Second,
@@ -117,8 +121,11 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.RequestTimeout, "request-timeout", "the whole time of an online request")
 	dur(&c.JobTimeout, "job-timeout", "a job's timeout unless it asks for one")
 	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout (or sleep) a job may ask for")
-	num(&c.JobRecords, "job-records", "job records kept at most (0: 10000 in memory, 200000 in JetStream): in memory the oldest finished are evicted first; in JetStream a new job is refused (503) while the bucket holds this many")
-	dur(&c.JobRecordTTL, "job-record-ttl", "a finished job's record is evicted after this; in JetStream every record expires this long after its last change")
+	num(&c.JobRecords, "job-records", "in memory (-nats-url=off), job records kept at most (0: 10000), the oldest finished evicted first; a new job is refused (503) only while unfinished ones fill it")
+	dur(&c.JobRecordTTL, "job-record-ttl", "a succeeded job's record is kept this long after its end (in memory: any finished job's); a job waiting or running keeps its record")
+	dur(&c.JobFailedTTL, "job-failed-record-ttl", "through JetStream, a failed or timed-out job's record (and an idempotency key) is kept this long after its end")
+	var storeBytes = int(c.JobStoreBytes)
+	num(&storeBytes, "job-store-bytes", "through JetStream, the bound of the job records' bucket in bytes, when crewd creates it; when full, the oldest records (finished ones) go first")
 	dur(&c.RetryAfter, "retry-after", "Retry-After of a 503 answered for a full queue")
 	dur(&c.ShutdownDelay, "shutdown-delay", "on SIGTERM, readiness fails this long before the listener closes, so that endpoints drop the pod")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "the whole stop, from SIGTERM to exit, the delay included; keep it under the pod's terminationGracePeriodSeconds")
@@ -130,7 +137,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSListen, "nats-listen", "host:port where the embedded server also serves NATS clients (the nats CLI, another crewd); empty: in-process only")
 	str(&c.NATSStream, "nats-stream", "the jobs' stream, subjects <stream>.>; created if missing")
 	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
-	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-records and -job-record-ttl")
+	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-store-bytes")
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
 	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
@@ -155,6 +162,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.MaxBody = int64(maxBody)
+	c.JobStoreBytes = int64(storeBytes)
 	m, err := ParseMode(mode)
 	if err != nil {
 		return c, err
@@ -232,8 +240,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-job-timeout %v, -max-job-timeout %v: want 0 < job timeout <= max", c.JobTimeout, c.MaxJobTimeout)
 	case c.JobRecords < 0:
 		return fmt.Errorf("-job-records %d: want 0 (the default) or more", c.JobRecords)
-	case c.JobRecordTTL <= 0:
-		return fmt.Errorf("-job-record-ttl %v: want more than 0", c.JobRecordTTL)
+	case c.JobRecordTTL < time.Second:
+		return fmt.Errorf("-job-record-ttl %v: want 1s or more", c.JobRecordTTL)
+	case c.JobFailedTTL < time.Second:
+		return fmt.Errorf("-job-failed-record-ttl %v: want 1s or more", c.JobFailedTTL)
+	case c.JobStoreBytes < 1<<20:
+		return fmt.Errorf("-job-store-bytes %d: want 1048576 (1 MiB) or more", c.JobStoreBytes)
 	case c.RetryAfter < time.Second:
 		return fmt.Errorf("-retry-after %v: want at least 1s (the header counts seconds)", c.RetryAfter)
 	case c.ShutdownDelay < 0:
@@ -320,22 +332,14 @@ func validName(s string) bool {
 	return true
 }
 
-// The job records kept by default: in memory every new job looks at every
-// record, so few; in JetStream records are on disk (a few hundred bytes
-// each, 200,000 fit the chart's 256Mi store) and bound the sustained rate
-// of jobs to records / TTL (333 a second with a 10 m TTL).
-const (
-	MemoryJobRecords    = 10000
-	JetStreamJobRecords = 200000
-)
+// MemoryJobRecords is the job records kept in memory by default: every
+// new job looks at every record, so few.
+const MemoryJobRecords = 10000
 
-// Records is -job-records, or the default of the jobs' path.
-func (c Config) Records(jetStream bool) int {
-	switch {
-	case c.JobRecords > 0:
+// Records is -job-records, or its default.
+func (c Config) Records() int {
+	if c.JobRecords > 0 {
 		return c.JobRecords
-	case jetStream:
-		return JetStreamJobRecords
 	}
 	return MemoryJobRecords
 }
