@@ -156,3 +156,24 @@ func TestNoLoggerLogsNothing(t *testing.T) {
 		t.Fatalf("logged without a logger: %s", buf.b.String())
 	}
 }
+
+// TestAnUnusedPoolStopsQuietly: a pool stopped before it was given any
+// task logs nothing of its stop, escalated or not, so that a program that
+// fails to start says why first; one given a task logs its stop.
+func TestAnUnusedPoolStopsQuietly(t *testing.T) {
+	var buf syncBuffer
+	p := newPool(t, crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	_ = p.Shutdown(context.Background(), crew.Soft)
+	_ = p.Close()
+	if buf.b.Len() != 0 {
+		t.Fatalf("an unused pool logged its stop: %s", buf.b.String())
+	}
+	used := newPool(t, crew.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	if err := used.Go(func() {}); err != nil {
+		t.Fatal(err)
+	}
+	_ = used.Shutdown(context.Background(), crew.Drain)
+	if !strings.Contains(buf.b.String(), "crew: shutdown started") || !strings.Contains(buf.b.String(), "crew: shutdown finished") {
+		t.Fatalf("a used pool's stop not logged: %s", buf.b.String())
+	}
+}

@@ -172,8 +172,9 @@ func WithObserver(f func(Observation)) Option {
 }
 
 // WithLogger makes the pool log panics (with their stacks), the start and end
-// of shutdown with counts, and Pause, Resume and Resize. The default logs
-// nothing.
+// of shutdown with counts, and Pause, Resume and Resize. A pool stopped
+// before it was given any task logs nothing of its stop (a program that
+// fails to start should say why first). The default logs nothing.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error {
 		c.logger = l

@@ -127,6 +127,7 @@ func (p *Pool) stop(lv int32, why string) {
 	if p.cfg.logger != nil && p.level.Load() == levelOpen {
 		snap = p.Stats()
 	}
+
 	p.mu.Lock()
 	prev := p.level.Load()
 	if lv <= prev {
@@ -137,12 +138,14 @@ func (p *Pool) stop(lv int32, why string) {
 		p.q.close()
 		p.paused.Store(false)
 		close(p.closing)
-		p.stopLog = stopLog{start: snap, mode: why}
+		// A pool never given a task says nothing of its stop.
+		p.stopLog = stopLog{start: snap, mode: why, quiet: snap.Submitted == 0}
 		yieldpoint()
 	}
 	p.level.Store(lv)
+	quiet := p.stopLog.quiet
 	p.mu.Unlock()
-	if l := p.cfg.logger; l != nil {
+	if l := p.cfg.logger; l != nil && !quiet {
 		if prev == levelOpen {
 			l.Info("crew: shutdown started", "pool", p.cfg.name, "mode", why, "stop_level", levelNames[lv],
 				"queued", snap.Queued, "busy", snap.Busy)
@@ -168,6 +171,7 @@ func (p *Pool) stop(lv int32, why string) {
 type stopLog struct {
 	start Stats
 	mode  string
+	quiet bool // the pool was never given a task: its stop is not logged
 }
 
 // dropQueue completes every queued task with ErrNotRun. It counts as a
@@ -388,10 +392,13 @@ func (p *Pool) logEnd(msg string, err error) {
 	if l == nil {
 		return
 	}
-	s := p.Stats()
 	p.mu.Lock()
 	a := p.stopLog
 	p.mu.Unlock()
+	if a.quiet {
+		return
+	}
+	s := p.Stats()
 	args := []any{"pool", p.cfg.name, "mode", a.mode,
 		"succeeded", s.Succeeded - a.start.Succeeded, "failed", s.Failed - a.start.Failed + s.Panicked - a.start.Panicked,
 		"timed_out", s.TimedOut - a.start.TimedOut, "canceled", s.Canceled - a.start.Canceled,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full test run, what CI runs (after .ci/install): gofmt, go vet and
+# The full test run, what CI runs: .ci/install (what is missing), gofmt, go vet and
 # go test -race in every module, then the core's warm-burst liveness stress
 # without the race detector (millions of bursts at GOMAXPROCS 2, 4 and 8, in
 # 90 s; the long form is in the README), a stop racing Pause and Resume in
@@ -18,6 +18,9 @@
 # The core alone, fast on a cold cache: go test -race .
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ $# -eq 0 ]; then
+  .ci/install # what the tests need and the machine lacks; a no-op when all is there
+fi
 if [ $# -gt 0 ]; then
   mods=("$@")
 else

@@ -377,7 +377,16 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyF
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 			w.Header().Set("Accept-Post", "application/json")
-			a.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %s: the body is JSON (application/json)", quoteShort(ct)))
+			sent := quoteShort(ct)
+			if err == nil && len(mt) <= 80 {
+				sent = strconv.Quote(mt) // the whole type, parameters aside
+			}
+			hint := ""
+			if mt == "application/x-www-form-urlencoded" {
+				hint = " (curl -d sends a form unless told otherwise)"
+			}
+			a.fail(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf(
+				"Content-Type %s%s: the body is JSON; send the header \"Content-Type: application/json\"", sent, hint))
 			return false
 		}
 	}

@@ -150,11 +150,15 @@ func TestDeclaredNonJSONBodyIs415(t *testing.T) {
 			if want == 200 && path == "/v1/jobs" {
 				want = 202
 			}
-			if resp.StatusCode != want || want == 415 && !strings.Contains(string(raw), `the body is JSON (application/json)`) {
+			if resp.StatusCode != want || want == 415 && !strings.Contains(string(raw), `the body is JSON; send the header \"Content-Type: application/json\"`) {
 				t.Fatalf("POST %s as %q: %d %s, want %d", path, ct, resp.StatusCode, raw, want)
 			}
 			if want == 200 || want == 202 {
 				want = 200
+			}
+			// curl -d's type, whole, not cut mid-word, and what to do.
+			if ct == "application/x-www-form-urlencoded" && !strings.Contains(string(raw), `Content-Type \"application/x-www-form-urlencoded\" (curl -d sends a form unless told otherwise)`) {
+				t.Fatalf("POST %s as a form: %s", path, raw)
 			}
 		}
 	}

@@ -40,7 +40,8 @@ const (
 
 // Main runs crewd with args and the environment read by getenv until a
 // signal on stop ends it, and returns the process's exit code. Logs go to
-// logOut as JSON lines; usage and configuration errors to errOut.
+// logOut as JSON lines; usage and configuration errors to errOut, and
+// when errOut is a terminal, the lines for a person.
 func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logOut, errOut io.Writer) int {
 	cfg, err := config.Parse(args, getenv, errOut)
 	if errors.Is(err, config.ErrHelp) {
@@ -73,13 +74,31 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 		fmt.Fprintf(errOut, "crewd: tracing (OTEL_* variables): %v\n", err)
 		return ExitConfig
 	}
-	code := run(cfg, log, httpLn, adminLn, stop, errOut)
+	// The lines for a person (where to reach crewd, how to stop it, why
+	// the stop takes a moment) go to a terminal only: in a container they
+	// would land in the JSON log stream, which says the same in its way.
+	human := io.Discard
+	if terminal(errOut) {
+		human = errOut
+	}
+	code := run(cfg, log, httpLn, adminLn, stop, errOut, human)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := stopTracing(ctx); err != nil {
 		log.Warn("tracing: the last spans were not all exported", "error", err)
 	}
 	return code
+}
+
+// terminal reports whether w is a terminal (a character device), where
+// crewd's lines for a person go; a variable, so that a test can say yes.
+var terminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // inUse explains an address already in use: most often a crewd still
@@ -102,7 +121,7 @@ func reachable(addr net.Addr) string {
 	return tcp.String()
 }
 
-func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut io.Writer) int {
+func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut, human io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tasks, err := prom.NewTaskMetrics()
@@ -166,7 +185,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		})
 		a.Jobs = &memjobs.Runner{Pool: pool, Store: store, Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
 	}
-	fmt.Fprintf(errOut, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
+	fmt.Fprintf(human, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
 		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n"+
 		"  curl %[1]s/v1/jobs/ID        (ID: the \"id\" the POST answered)\n"+
@@ -217,7 +236,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		code = ExitFailed
 	}
 	if sig != nil {
-		fmt.Fprintf(errOut, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
+		fmt.Fprintf(human, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
 			sig, cfg.ShutdownDelay, cfg.ShutdownTimeout)
 	}
 	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, d)

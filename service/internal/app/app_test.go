@@ -278,6 +278,37 @@ func TestMainEmbeddedKeepsJobs(t *testing.T) {
 	}
 }
 
+// TestNoBannerOffATerminal: with stderr not a terminal (a container's log
+// stream), crewd prints no lines for a person there, and a configuration
+// error is the first and only line: the pool, never given a task, does
+// not log its stop.
+func TestNoBannerOffATerminal(t *testing.T) {
+	defer app.SetTerminal(false)()
+	c := &crewd{stop: make(chan os.Signal, 2), logs: &output{}, stderr: &output{}, exit: make(chan int, 1)}
+	go func() {
+		c.exit <- app.Main([]string{"-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-nats-url", "off", "-shutdown-delay", "0s"},
+			func(string) string { return "" }, c.stop, c.logs, c.stderr)
+	}()
+	c.logs.await(t, regexp.MustCompile(`"msg":"crewd started"`))
+	c.stop <- syscall.SIGTERM
+	if code := <-c.exit; code != app.ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if c.stderr.String() != "" {
+		t.Fatalf("lines for a person off a terminal:\n%s", c.stderr)
+	}
+
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs, stderr output
+	code := app.Main([]string{"-data-dir", file, "-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, func(string) string { return "" }, make(chan os.Signal), &logs, &stderr)
+	if code != app.ExitConfig || !strings.HasPrefix(stderr.String(), "crewd: -data-dir "+file) || strings.Contains(logs.String(), "shutdown") {
+		t.Fatalf("exit %d; stderr %q; log %q: want the reason first, and no pool stop", code, &stderr, &logs)
+	}
+}
+
 // TestMainRefusesToStart: a bad flag, a data directory that is a file and
 // a port in use are configuration errors (exit 2) with a line that names
 // them; nothing is left running.
