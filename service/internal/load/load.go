@@ -184,6 +184,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
+	parent := ctx // -wait's: the jobs end after the sending does
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
@@ -307,7 +308,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 		if len(ids) > 0 {
 			j.Accept = lastOK.Sub(start)
 		}
-		last, ended, succeeded, err := awaitJobs(ctx, client, o.URL, ids, o.Concurrency)
+		last, ended, succeeded, err := awaitJobs(parent, client, o.URL, ids, o.Concurrency)
 		if err != nil {
 			return r, err
 		}

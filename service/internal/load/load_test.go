@@ -157,3 +157,29 @@ func TestWaitReportsTheJobsRate(t *testing.T) {
 		t.Fatalf("no ideal line:\n%s", r)
 	}
 }
+
+// TestWaitOutlivesTheDuration: with -duration, the jobs accepted are still
+// awaited after the sending ends (the wait once shared the sending's
+// deadline, and every job's record failed with "context deadline
+// exceeded").
+func TestWaitOutlivesTheDuration(t *testing.T) {
+	var posted atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(w, `{"id":"%016x","state":"queued"}`, posted.Add(1))
+			return
+		}
+		fmt.Fprintf(w, `{"state":"succeeded","finished":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
+	}))
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Duration: 100 * time.Millisecond,
+		Rate: 200, Concurrency: 4, Wait: true, Workers: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := r.Jobs; j == nil || j.Accepted == 0 || j.Ended != j.Accepted {
+		t.Fatalf("jobs report %+v, want every accepted job ended", j)
+	}
+}
