@@ -16,15 +16,10 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
-	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/jsjobs"
-	"github.com/crew-go/crew/jobs/memjobs"
-	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
 	"github.com/crew-go/crew/service/internal/durable"
-	"github.com/crew-go/crew/service/internal/kinds"
 	"github.com/crew-go/crew/service/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -150,41 +145,20 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		Log: log, Metrics: api.NewMetrics(reg),
 	}
 	// The jobs: through JetStream (the default), or in memory.
-	var (
-		store *memjobs.Store
-		d     *durable.Durable
-		where = "memory (lost with the process: -nats-url=off)"
-	)
-	if cfg.Durable() {
-		set := settings(cfg)
-		d, err = durable.Start(set, log, pool)
-		if err != nil {
-			_ = pool.Close()
-			httpLn.Close()
-			adminLn.Close()
-			fmt.Fprintf(errOut, "crewd: %v\n", err)
-			if errors.Is(err, durable.ErrDataDir) {
-				return ExitConfig
-			}
-			return ExitFailed
+	js, err := startJobs(cfg, log, pool)
+	if err != nil {
+		fmt.Fprintf(errOut, "crewd: %v\n", err)
+		_ = pool.Close()
+		httpLn.Close()
+		adminLn.Close()
+		if errors.Is(err, durable.ErrDataDir) {
+			return ExitConfig
 		}
-		a.Jobs, a.Ready, a.Live = d.Runner(), d.Ready, d.Live
-		where = d.Where(set)
-		sourceMetrics, err := natsprom.NewCollector(d.Source())
-		if err != nil {
-			panic(err) // no options: cannot fail
-		}
-		reg.MustRegister(sourceMetrics, d.Metrics())
-	} else {
-		evicted := prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "crewd_job_records_evicted_total", Help: "Job records evicted from memory, by reason (age, count).",
-		}, []string{"reason"})
-		reg.MustRegister(evicted)
-		store = memjobs.NewStore(cfg.Records(), cfg.JobRecordTTL, log, func(reason string, n int) {
-			evicted.WithLabelValues(reason).Add(float64(n))
-		})
-		a.Jobs = &memjobs.Runner{Pool: pool, Store: store, Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout}
+		return ExitFailed
 	}
+	a.Jobs, a.Ready, a.Live = js.Jobs(), js.Ready, js.Live
+	reg.MustRegister(js.Collectors()...)
+	where := js.Where()
 	fmt.Fprintf(human, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
 		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n"+
@@ -209,17 +183,11 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(httpLn) }()
 	go func() { served <- admin.Serve(adminLn) }()
-	var sourceEnded <-chan struct{} // nil in memory: never ready
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
 		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
-	if d != nil {
-		d.Run()
-		sourceEnded = d.Ended()
-		if u := d.ClientURL(); u != "" {
-			started = append(started, "nats", u)
-		}
-	}
+	js.Run()
+	started = append(started, js.StartedArgs()...)
 	log.Info("crewd started", started...)
 
 	code := ExitOK
@@ -229,18 +197,18 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	case err := <-served:
 		log.Error("listener failed", "error", err)
 		code = ExitFailed
-	case <-sourceEnded:
+	case <-js.Ended():
 		// The Source stops only when told to, or when its connection is
 		// closed for good: the jobs cannot run here any more.
-		log.Error("job source stopped", "error", d.RunErr())
+		log.Error("job source stopped", "error", js.RunErr())
 		code = ExitFailed
 	}
 	if sig != nil {
 		fmt.Fprintf(human, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
 			sig, cfg.ShutdownDelay, cfg.ShutdownTimeout)
 	}
-	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, d)
-	summary(log, pool, store, d, stopped, code)
+	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, js)
+	summary(log, pool, js, stopped, code)
 	return code
 }
 
@@ -258,7 +226,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // last, so that /metrics answers throughout. A second signal cuts it short:
 // the pool stops hard at once (running jobs handed back) and the rest
 // closes.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, d *durable.Durable) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, js jobService) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -291,14 +259,10 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 		"left", time.Until(deadlineOf(ctx)).Round(time.Millisecond).String())
 	stopped := make(chan error, 1)
 	go func() { stopped <- pool.Shutdown(ctx, cfg.ShutdownMode) }()
+	// Stop pulling, hand back every job not started; the running ones end
+	// as the pool's mode decides, and are acked or handed back.
 	sourceStopped := make(chan error, 1)
-	if d != nil {
-		// Stop pulling, hand back every job not started; the running ones
-		// end as the pool's mode decides, and are acked or handed back.
-		go func() { sourceStopped <- d.Source().Shutdown(ctx) }()
-	} else {
-		sourceStopped <- nil
-	}
+	go func() { sourceStopped <- js.StopPulling(ctx) }()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
 		srv.Close()
@@ -318,11 +282,9 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 	if errors.Is(err, crew.ErrStuck) {
 		log.Warn("shutdown: task functions ignore cancellation", "error", err)
 	}
-	if d != nil {
-		// The connection and the embedded server outlive the Source and
-		// the pool, whose last acks they carry.
-		d.Close(log)
-	}
+	// The connection and the embedded server outlive the Source and the
+	// pool, whose last acks they carry.
+	js.Close(log)
 	actx, acancel := context.WithTimeout(context.Background(), time.Second)
 	defer acancel()
 	_ = admin.Shutdown(actx)
@@ -339,17 +301,8 @@ func deadlineOf(ctx context.Context) time.Time {
 // and in memory every job record's state; through JetStream what this
 // process's runs ended in, the jobs left in the stream and the Source's
 // counts.
-func summary(log *slog.Logger, pool *crew.Pool, store *memjobs.Store, d *durable.Durable, err error, code int) {
-	s := pool.Stats()
-	args := []any{"exit_code", code, "pool", s}
-	if d != nil {
-		args = append(args, d.Summary()...)
-	} else {
-		jobCounts := store.Counts()
-		for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.TimedOut, jobs.Canceled, jobs.NotRun} {
-			args = append(args, "jobs_"+string(st), jobCounts[st])
-		}
-	}
+func summary(log *slog.Logger, pool *crew.Pool, js jobService, err error, code int) {
+	args := append([]any{"exit_code", code, "pool", pool.Stats()}, js.Summary()...)
 	if err != nil {
 		args = append(args, "error", err.Error())
 	}
@@ -362,19 +315,6 @@ func quota() string {
 		return strconv.FormatFloat(cpus, 'f', -1, 64)
 	}
 	return "none"
-}
-
-// settings are where cfg sends the jobs.
-func settings(cfg config.Config) durable.Settings {
-	return durable.Settings{
-		URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
-		Config: jsjobs.Config{
-			Stream: cfg.NATSStream, Consumer: cfg.NATSConsumer, Bucket: cfg.NATSBucket,
-			Replicas: cfg.NATSReplicas, SucceededTTL: cfg.JobRecordTTL, FailedTTL: cfg.JobFailedTTL, StoreBytes: cfg.JobStoreBytes,
-			AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
-			Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
-		},
-	}
 }
 
 func adminMux(reg *prometheus.Registry) *http.ServeMux {

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/jsjobs"
 	"github.com/crew-go/crew/jobs/natsd"
 	"github.com/crew-go/crew/natsjs"
+	"github.com/crew-go/crew/natsjs/natsprom"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,7 @@ var ErrDataDir = errors.New("embedded NATS server")
 // with a URL), the connection, the Runner that accepts and records jobs,
 // and the Source that runs them on the pool.
 type Durable struct {
+	set    Settings
 	server *natsd.Server
 	nc     *nats.Conn
 	runner *jsjobs.Runner
@@ -78,7 +81,7 @@ const setupTimeout = 30 * time.Second
 // refuses the setup is another error (crewd exits 1, so that Kubernetes
 // restarts the pod with backoff).
 func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
-	d := &Durable{ran: make(chan struct{})}
+	d := &Durable{ran: make(chan struct{}), set: set}
 	opts := []nats.Option{nats.Name("crewd"),
 		// nats.go does not reconnect after the server closed the connection
 		// with an error (a protocol violation, a control line over 4 KB):
@@ -164,18 +167,22 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 	return d, nil
 }
 
-// Runner accepts jobs and answers for their records.
-func (d *Durable) Runner() *jsjobs.Runner { return d.runner }
+// Jobs accepts jobs and answers for their records.
+func (d *Durable) Jobs() jobs.Runner { return d.runner }
 
 // Source runs the jobs on the pool.
 func (d *Durable) Source() *natsjs.Source { return d.source }
 
-// ClientURL is where the embedded server serves clients; "" for none.
-func (d *Durable) ClientURL() string {
-	if d.server == nil {
-		return ""
+// StopPulling stops the Source: no more pulls, every job not started
+// handed back; the running ones end as the pool's stop decides.
+func (d *Durable) StopPulling(ctx context.Context) error { return d.source.Shutdown(ctx) }
+
+// StartedArgs is where the embedded server serves clients, if it does.
+func (d *Durable) StartedArgs() []any {
+	if d.server == nil || d.server.ClientURL() == "" {
+		return nil
 	}
-	return d.server.ClientURL()
+	return []any{"nats", d.server.ClientURL()}
 }
 
 // Run starts pulling jobs, and probing the store for Ready.
@@ -218,9 +225,16 @@ func (d *Durable) Ready() error {
 	return nil
 }
 
-// Metrics is the runner's metrics: the store's availability, the jobs
-// handed back for an outage, the runs' times.
-func (d *Durable) Metrics() prometheus.Collector { return d.runner.Collector() }
+// Collectors are the durable path's metrics: the runner's (the store's
+// availability, the jobs handed back for an outage, the runs' times) and
+// the Source's.
+func (d *Durable) Collectors() []prometheus.Collector {
+	source, err := natsprom.NewCollector(d.source)
+	if err != nil {
+		panic(err) // no options: cannot fail
+	}
+	return []prometheus.Collector{d.runner.Collector(), source}
+}
 
 // storeGrace is how long the store may be out before /readyz fails: more
 // than a stream's leader election (JetStream waits 4 to 9 s).
@@ -236,7 +250,8 @@ func (d *Durable) Live() error {
 }
 
 // Where says where the jobs go, for the start-up lines.
-func (d *Durable) Where(set Settings) string {
+func (d *Durable) Where() string {
+	set := d.set
 	if d.server == nil {
 		return "NATS " + d.nc.ConnectedUrlRedacted()
 	}
