@@ -40,6 +40,9 @@ type Spec struct {
 	Kind    string          `json:"kind"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Timeout Duration        `json:"timeout,omitzero"`
+	// MaxAttempts bounds the runs of this job, its retries included; 0
+	// leaves it to the kind (WithMaxAttempts) or the runner's default.
+	MaxAttempts int `json:"max_attempts,omitempty"`
 }
 
 // Record is a job as a client reads it.
@@ -52,10 +55,15 @@ type Record struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Created time.Time       `json:"created"`
-	// Attempts counts the runs started, more than 1 when a run was
-	// interrupted (a crash, a hard stop) and the job ran again; durable
-	// jobs only.
+	// Attempts counts the runs started: more than 1 when a run failed or
+	// timed out and the job was retried, or a run was interrupted (a
+	// crash, a hard stop) and the job ran again; durable jobs only.
 	Attempts int `json:"attempts,omitempty"`
+	// NextRun is when a retrying job runs again.
+	NextRun time.Time `json:"next_run,omitzero"`
+	// Errors are the errors of the latest failed runs, oldest first, at
+	// most MaxErrors of them.
+	Errors []AttemptError `json:"errors,omitempty"`
 	// Finished is when the job's end was recorded; durable jobs only.
 	Finished time.Time `json:"finished,omitzero"`
 	// Trace is the W3C traceparent of the span of the job's latest run,
@@ -65,12 +73,15 @@ type Record struct {
 	Trace string `json:"trace,omitempty"`
 }
 
-// State is a job's state; the terminal ones are all but Queued and Running.
+// State is a job's state. A job is queued until a run starts, running
+// while one does, retrying between a failed run and the next (at
+// Record.NextRun), and ends in one of the terminal states.
 type State string
 
 const (
 	Queued    State = "queued"
 	Running   State = "running"
+	Retrying  State = "retrying" // a run failed or timed out; the next is due at NextRun
 	Succeeded State = "succeeded"
 	Failed    State = "failed"
 	TimedOut  State = "timed_out"
@@ -79,7 +90,27 @@ const (
 )
 
 // Terminal reports whether s is final.
-func (s State) Terminal() bool { return s != Queued && s != Running }
+func (s State) Terminal() bool { return s != Queued && s != Running && s != Retrying }
+
+// AttemptError is how one run failed.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	Error   string    `json:"error"`
+	At      time.Time `json:"at"`
+}
+
+// MaxErrors is how many of its runs' errors a record keeps.
+const MaxErrors = 10
+
+// AddError records the error of the record's current attempt, dropping
+// the oldest past MaxErrors, and makes it the record's Error.
+func (r *Record) AddError(msg string, at time.Time) {
+	r.Error = msg
+	r.Errors = append(r.Errors, AttemptError{Attempt: r.Attempts, Error: msg, At: at})
+	if n := len(r.Errors); n > MaxErrors {
+		r.Errors = append(r.Errors[:0:0], r.Errors[n-MaxErrors:]...)
+	}
+}
 
 // InvalidError is a job that cannot be accepted as it was given: an
 // unknown kind, arguments its kind refuses, a timeout out of bounds.

@@ -125,3 +125,20 @@ func TestRegisterRefuses(t *testing.T) {
 		t.Error("a pointer kind whose Kind reads its receiver")
 	}
 }
+
+// TestBackoffGrowsAndIsCapped: the default backoff doubles from about a
+// second, loses up to half at random, and stops at an hour.
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	none := func(int64) int64 { return 0 }
+	all := func(n int64) int64 { return n - 1 }
+	for _, c := range []struct {
+		attempt  int
+		min, max time.Duration
+	}{{1, 500 * time.Millisecond, time.Second}, {2, time.Second, 2 * time.Second}, {5, 8 * time.Second, 16 * time.Second},
+		{13, 30 * time.Minute, time.Hour}, {25, 30 * time.Minute, time.Hour}} {
+		lo, hi := jobs.Backoff(c.attempt, none), jobs.Backoff(c.attempt, all)
+		if lo != c.min || hi < c.max-time.Nanosecond || hi > c.max {
+			t.Errorf("attempt %d: backoff from %v to %v, want %v to %v", c.attempt, lo, hi, c.min, c.max)
+		}
+	}
+}

@@ -39,7 +39,21 @@ type Kinds struct {
 // kind is a registered kind, its types erased: prepare decodes and checks
 // a job's arguments and returns what runs it.
 type kind struct {
-	prepare func(args json.RawMessage) (normal json.RawMessage, run func(context.Context) (json.RawMessage, error), err error)
+	prepare     func(args json.RawMessage) (normal json.RawMessage, run func(context.Context) (json.RawMessage, error), err error)
+	maxAttempts int // 0: the spec's or the runner's
+}
+
+// KindOption configures a kind at Register. Make one with WithMaxAttempts.
+type KindOption interface{ apply(*kind) }
+
+type kindOption func(*kind)
+
+func (f kindOption) apply(k *kind) { f(k) }
+
+// WithMaxAttempts bounds the runs of the kind's jobs, retries included,
+// unless a job's spec says otherwise; n from 1 to MaxMaxAttempts.
+func WithMaxAttempts(n int) KindOption {
+	return kindOption(func(k *kind) { k.maxAttempts = n })
 }
 
 // MaxKindLen bounds a kind's name, which becomes a metric label and part
@@ -53,9 +67,16 @@ const MaxKindLen = 64
 // job is cancelled. Register refuses a name already registered, an empty
 // one, one longer than MaxKindLen or with characters other than letters,
 // digits, '_', '-' and '.'.
-func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R, error)) error {
+func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R, error), opts ...KindOption) error {
 	if run == nil {
 		return errors.New("jobs: Register: nil run function")
+	}
+	var k kind
+	for _, o := range opts {
+		o.apply(&k)
+	}
+	if k.maxAttempts < 0 || k.maxAttempts > MaxMaxAttempts {
+		return fmt.Errorf("jobs: Register: max attempts %d: want 1 to %d", k.maxAttempts, MaxMaxAttempts)
 	}
 	var zero A
 	name, err := kindOf(zero)
@@ -68,7 +89,7 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 	if ks.byName == nil {
 		ks.byName = make(map[string]kind)
 	}
-	ks.byName[name] = kind{prepare: func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
+	k.prepare = func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
 		var args A
 		if err := decodeArgs(raw, &args); err != nil {
 			return nil, nil, &InvalidError{fmt.Sprintf("%s job: %v", name, err)}
@@ -96,7 +117,8 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 			}
 			return out, nil
 		}, nil
-	}}
+	}
+	ks.byName[name] = k
 	return nil
 }
 
@@ -188,9 +210,10 @@ func (ks *Kinds) Names() []string {
 // Prepared is a job checked against its kind: its timeout, its
 // arguments normalised, and the function that runs it once.
 type Prepared struct {
-	Timeout time.Duration
-	Body    []byte // the Spec as it travels: kind, normalised arguments and timeout
-	Run     func(ctx context.Context) (json.RawMessage, error)
+	Timeout     time.Duration
+	MaxAttempts int    // the spec's, else the kind's; 0: the runner's default
+	Body        []byte // the Spec as it travels: kind, normalised arguments and timeout
+	Run         func(ctx context.Context) (json.RawMessage, error)
 }
 
 // Prepare checks spec against its kind and against the largest timeout
@@ -209,6 +232,9 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if spec.Kind == "" {
 		return Prepared{}, &InvalidError{fmt.Sprintf(`"kind" is required: %s`, strings.Join(ks.Names(), " or "))}
 	}
+	if spec.MaxAttempts < 0 || spec.MaxAttempts > MaxMaxAttempts {
+		return Prepared{}, &InvalidError{fmt.Sprintf(`"max_attempts" %d: want 1 to %d (0: the kind's)`, spec.MaxAttempts, MaxMaxAttempts)}
+	}
 	k, ok := ks.byName[spec.Kind]
 	if !ok {
 		return Prepared{}, &InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}
@@ -222,7 +248,11 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	return Prepared{Timeout: timeout, Body: body, Run: run}, nil
+	attempts := spec.MaxAttempts
+	if attempts == 0 {
+		attempts = k.maxAttempts
+	}
+	return Prepared{Timeout: timeout, MaxAttempts: attempts, Body: body, Run: run}, nil
 }
 
 // NewSpec makes a job of args' kind with args, for a runner's Submit.

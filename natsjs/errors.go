@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Every error value of the package is here; match them with errors.Is.
@@ -48,3 +49,24 @@ type unavailableError struct{ err error }
 func (e *unavailableError) Error() string        { return "unavailable: " + e.err.Error() }
 func (e *unavailableError) Unwrap() error        { return e.err }
 func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// RetryAfter marks err, returned by a handler, as a failure whose next
+// delivery the handler schedules itself: the Source naks the message with
+// delay d rather than its own backoff (a job system's retry with its own
+// backoff, or a snooze). Like any failure it counts as naked, and a
+// finite MaxDeliver still dead-letters the last delivery. RetryAfter(nil,
+// d) is nil.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err, d}
+}
+
+type retryAfterError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }

@@ -48,6 +48,41 @@ func TestFailureIsNakedWithBackoffThenRetried(t *testing.T) {
 	}
 }
 
+// TestRetryAfterTakesTheHandlersDelay: a failure marked RetryAfter is
+// naked with the handler's delay, not the Source's backoff (1 ms here):
+// the next delivery comes no sooner than the 400 ms asked for.
+func TestRetryAfterTakesTheHandlersDelay(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 5)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	var mu sync.Mutex
+	var at []time.Time
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		if m.Attempt() == 1 {
+			return natsjs.RetryAfter(errors.New("later"), 400*time.Millisecond)
+		}
+		return nil
+	}, natsjs.WithBackoff(time.Millisecond, time.Millisecond))
+	run(t, src)
+	eventually(t, 10*time.Second, "acked on the second attempt", func() bool { return src.Stats().Acked == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := at[1].Sub(at[0]); gap < 400*time.Millisecond {
+		t.Fatalf("redelivered after %v, want the handler's 400 ms", gap)
+	}
+	if st := src.Stats(); st.Naked != 1 {
+		t.Fatalf("stats: %v", st)
+	}
+	if natsjs.RetryAfter(nil, time.Second) != nil {
+		t.Fatal("RetryAfter(nil) is not nil")
+	}
+}
+
 func TestPanicIsAFailureNotACrash(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")

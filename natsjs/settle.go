@@ -144,9 +144,14 @@ func (s *Source) confirmAck(m *Msg) {
 	s.c.acked.Add(1)
 }
 
-// nakLater naks a failed message with the backoff of its attempt.
+// nakLater naks a failed message with the backoff of its attempt, or the
+// delay its handler asked for (RetryAfter).
 func (s *Source) nakLater(m *Msg, cause error) {
 	delay := backoff(s.o.backoffBase, s.o.backoffMax, m.attempt)
+	var later *retryAfterError
+	if errors.As(cause, &later) {
+		delay = max(later.d, 0)
+	}
 	if err := m.raw.NakWithDelay(delay); err != nil {
 		s.logWarn("nak failed; the message will be redelivered after AckWait", m, err)
 		return

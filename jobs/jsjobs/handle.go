@@ -22,10 +22,13 @@ var errTimedOut = errors.New("job timed out")
 // Handle is the natsjs.Handler of the jobs' stream: it runs one delivered
 // job and keeps its record. Returning nil acks the message, an error naks
 // it for a later run. It is idempotent: a job whose record is already
-// terminal is acked without running again. A run that ends, whatever its
-// outcome (succeeded, failed, timed_out), is recorded and acked: a job is
-// run again only when its run was interrupted, never for failing, and at
-// most MaxAttempts runs are started. An outage of the store is not the
+// terminal is acked without running again. A run that succeeds is recorded
+// and acked; one that fails or times out is retried after a backoff
+// (recorded retrying, handed back with that delay) while attempts remain
+// and its error is not jobs.Permanent, else recorded failed or timed_out
+// and acked; one that asks for jobs.Snooze runs again after its wait with
+// no attempt counted; one interrupted runs again. At most the job's max
+// attempts runs are started. An outage of the store is not the
 // job's failure: a job whose start cannot be recorded is handed back
 // (natsjs.Unavailable) with no attempt counted; after its run, the record
 // of its end is written again while the job's lease holds, rather than run
@@ -80,25 +83,35 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {
-			m := r.mark(ctx, id, d, spec.Kind, "")
+			m := r.mark(ctx, id, d, spec.Kind, "", r.attempts(job))
 			if m.settled {
 				stop(errNotMarked)
 			}
 			marked <- m
 		}()
-		run = runJob(runCtx, job)
+		// A first delivery's record is made by this run: attempt 1.
+		run = runJob(jobs.WithInfo(runCtx, jobs.Info{ID: id, Kind: spec.Kind, Attempt: 1}), job)
 		stop(nil)
 		m = <-marked
 	} else {
-		m = r.mark(ctx, id, d, spec.Kind, bad)
+		m = r.mark(ctx, id, d, spec.Kind, bad, r.attempts(job))
 		if !m.settled {
-			run = runJob(ctx, job)
+			run = runJob(jobs.WithInfo(ctx, jobs.Info{ID: id, Kind: spec.Kind, Attempt: m.rec.Attempts}), job)
 		}
 	}
 	if m.settled {
 		return m.err
 	}
-	return r.ended(ctx, m, spec.Kind, run, job.Timeout)
+	return r.ended(ctx, m, spec.Kind, run, job)
+}
+
+// attempts is the most runs job may take: its spec's or kind's bound, else
+// the runner's.
+func (r *Runner) attempts(job jobs.Prepared) int {
+	if job.MaxAttempts > 0 {
+		return job.MaxAttempts
+	}
+	return r.maxAttempts
 }
 
 // marking is what mark found: the record marked running at rev, or the
@@ -114,7 +127,7 @@ type marking struct {
 // unless it already ended (acked, not run), the spec is bad (says why)
 // or its runs were all interrupted as often as allowed (failed, acked), or
 // the store cannot be reached (handed back, no attempt counted).
-func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string) marking {
+func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string, maxAttempts int) marking {
 	settle := func(err error) marking { return marking{settled: true, err: err} }
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
@@ -139,12 +152,12 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	if bad != "" {
 		return settle(r.finish(ctx, rec, jobs.Failed, nil, bad))
 	}
-	if r.maxAttempts > 0 && rec.Attempts >= r.maxAttempts {
-		// Its runs were all interrupted: a job that kills its process would
-		// otherwise be retried for ever.
-		return settle(r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, none finished", rec.Attempts)))
+	if rec.Attempts >= maxAttempts {
+		// Its attempts are spent, the last interrupted: a job that kills
+		// its process would otherwise run for ever.
+		return settle(r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
 	}
-	rec.State, rec.Attempts, rec.Error = jobs.Running, rec.Attempts+1, ""
+	rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
 	rec.Trace = runTrace(ctx, rec)
 	// Only over the record just read: a run of the same job elsewhere (a
 	// redelivery after a lost lease) that ended meanwhile is not undone.
@@ -179,10 +192,12 @@ func runJob(ctx context.Context, job jobs.Prepared) jobRun {
 	return jobRun{value: v, err: err, took: time.Since(started), timedOut: errors.Is(context.Cause(jctx), errTimedOut)}
 }
 
-// ended records how a marked run ended: its end (succeeded, failed,
-// timed_out), or, interrupted by ctx (a hard stop, a lost lease), the job
-// queued again and handed back to run again.
-func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, timeout time.Duration) error {
+// ended records how a marked run ended: its end (succeeded, or failed or
+// timed_out with its attempts spent or a permanent error), the job
+// retrying after a backoff (or a snooze, which counts no attempt), or,
+// interrupted by ctx (a hard stop, a lost lease), the job queued again and
+// handed back to run again.
+func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, job jobs.Prepared) error {
 	rec := m.rec
 	outcome := string(jobs.Failed)
 	switch {
@@ -212,37 +227,42 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 		_, _ = r.swap(context.WithoutCancel(ctx), rec, m.rev)
 		r.counts.requeued.Add(1)
 		return fmt.Errorf("job %s interrupted: %w", rec.ID, why)
-	case string(jobs.TimedOut):
-		return r.finish(ctx, rec, jobs.TimedOut, nil, fmt.Sprintf("job timed out after %v", timeout))
-	default:
-		return r.finish(ctx, rec, jobs.Failed, nil, run.err.Error())
 	}
+	if d, ok := jobs.SnoozedFor(run.err); ok {
+		rec.Attempts-- // a snoozed run is no attempt
+		return r.retry(ctx, rec, d, "snoozed", &r.counts.snoozed)
+	}
+	st, msg := jobs.Failed, run.err.Error()
+	if outcome == string(jobs.TimedOut) {
+		st, msg = jobs.TimedOut, fmt.Sprintf("job timed out after %v", job.Timeout)
+	}
+	rec.AddError(msg, time.Now())
+	if jobs.IsPermanent(run.err) || rec.Attempts >= r.attempts(job) {
+		return r.finish(ctx, rec, st, nil, msg)
+	}
+	return r.retry(ctx, rec, r.backoff(rec.Attempts), string(st), &r.counts.retried)
 }
 
-// finish records a job's end. While the store is out, the write is tried
-// again, the job's lease kept, until it succeeds or ctx ends (a hard stop,
-// the lease lost): an outage of a few seconds (a leader elected again)
-// costs the job no second run. If the record cannot be written at all the
+// retry records the job retrying, due after d, and has the Source hand it
+// back with that delay. The record is kept as finish keeps an end, while
+// the store is out and the lease holds.
+func (r *Runner) retry(ctx context.Context, rec jobs.Record, d time.Duration, why string, count *atomic.Uint64) error {
+	rec.State, rec.NextRun = jobs.Retrying, time.Now().Add(d)
+	trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String("retrying"))
+	if err := r.keep(ctx, rec); err != nil {
+		return err
+	}
+	count.Add(1)
+	return natsjs.RetryAfter(fmt.Errorf("job %s %s: next run in %v", rec.ID, why, d.Round(time.Millisecond)), d)
+}
+
+// finish records a job's end. If the record cannot be written at all the
 // job is handed back and runs again: at-least-once.
 func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result json.RawMessage, msg string) error {
-	rec.State, rec.Result, rec.Error, rec.Finished = st, result, msg, time.Now()
+	rec.State, rec.Result, rec.Error, rec.Finished, rec.NextRun = st, result, msg, time.Now(), time.Time{}
 	runOutcome(ctx, st)
-	wctx := context.WithoutCancel(ctx)
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		_, err := r.put(wctx, rec)
-		if err == nil {
-			r.health.ok()
-			break
-		}
-		if !errors.Is(err, jobs.ErrUnavailable) {
-			return err
-		}
-		r.health.outage(err)
-		select {
-		case <-ctx.Done():
-			return r.unavailable(err)
-		case <-time.After(wait):
-		}
+	if err := r.keep(ctx, rec); err != nil {
+		return err
 	}
 	switch st {
 	case jobs.Succeeded:
@@ -255,6 +275,31 @@ func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, res
 	return nil
 }
 
+// keep writes a record after a run. While the store is out, the write is
+// tried again, the job's lease kept, until it succeeds or ctx ends (a hard
+// stop, the lease lost): an outage of a few seconds (a leader elected
+// again) costs the job no second run. Past that, the job is handed back
+// (natsjs.Unavailable), with no attempt counted for the outage.
+func (r *Runner) keep(ctx context.Context, rec jobs.Record) error {
+	wctx := context.WithoutCancel(ctx)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, err := r.put(wctx, rec)
+		if err == nil {
+			r.health.ok()
+			return nil
+		}
+		if !errors.Is(err, jobs.ErrUnavailable) {
+			return err
+		}
+		r.health.outage(err)
+		select {
+		case <-ctx.Done():
+			return r.unavailable(err)
+		case <-time.After(wait):
+		}
+	}
+}
+
 func (r *Runner) logWarn(msg string, args ...any) {
 	if r.log != nil {
 		r.log.Warn(msg, args...)
@@ -265,18 +310,21 @@ func (r *Runner) logWarn(msg string, args ...any) {
 // to it.
 type Outcomes struct {
 	Succeeded, Failed, TimedOut uint64 // runs ended, recorded and acked
+	Retried                     uint64 // runs failed or timed out with attempts left: the job runs again after a backoff
+	Snoozed                     uint64 // runs that asked to run again later (jobs.Snooze), no attempt counted
 	Requeued                    uint64 // runs interrupted, handed back to run again
 	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
 }
 
 type outcomeCounts struct {
-	succeeded, failed, timedOut, requeued, skipped atomic.Uint64
+	succeeded, failed, timedOut, retried, snoozed, requeued, skipped atomic.Uint64
 }
 
 // Outcomes returns the counts so far.
 func (r *Runner) Outcomes() Outcomes {
 	return Outcomes{
 		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
+		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
 		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(),
 	}
 }

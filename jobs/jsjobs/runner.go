@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ type Runner struct {
 	kinds                      *jobs.Kinds
 	defaultTimeout, maxTimeout time.Duration
 	maxAttempts                int
+	backoff                    func(attempt int) time.Duration
 	log                        *slog.Logger
 	counts                     outcomeCounts
 	runs                       *prometheus.HistogramVec // crewd_job_run_seconds
@@ -76,8 +78,15 @@ type Config struct {
 	// it is full the oldest records go first. 0 is 256 MiB.
 	StoreBytes int64
 
-	AckWait     time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered; 0 is 30 s
-	MaxAttempts int           // a job whose runs started this often is failed instead of run again; 0 for no limit
+	AckWait time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered; 0 is 30 s
+
+	// MaxAttempts bounds the runs of a job, its retries and the runs
+	// interrupted by a crash included, unless its spec or its kind says
+	// otherwise; 0 is jobs.DefaultMaxAttempts (25).
+	MaxAttempts int
+	// Backoff is the wait before a job's next run after its attempt-th
+	// run failed; nil is jobs.Backoff (about 2^attempt s, at most 1 h).
+	Backoff func(attempt int) time.Duration
 
 	// Kinds are the kinds of job accepted and run; a job of another kind
 	// is refused at Submit and failed if it is delivered.
@@ -117,6 +126,12 @@ func (cfg *Config) defaults() {
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = jobs.DefaultMaxAttempts
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(attempt int) time.Duration { return jobs.Backoff(attempt, rand.Int64N) }
+	}
 	if cfg.StoreBytes == 0 {
 		cfg.StoreBytes = 256 << 20
 	}
@@ -139,7 +154,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
 		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
 	}
-	if cfg.StoreBytes < 1 || cfg.SucceededTTL < time.Second || cfg.FailedTTL < time.Second || cfg.AckWait <= 0 || cfg.MaxAttempts < 0 || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
+	if cfg.StoreBytes < 1 || cfg.SucceededTTL < time.Second || cfg.FailedTTL < time.Second || cfg.AckWait <= 0 || cfg.MaxAttempts < 1 || cfg.MaxAttempts > jobs.MaxMaxAttempts || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
 		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
 		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
 	}
@@ -147,7 +162,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, bucketSubj: "$KV." + cfg.Bucket + ".",
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
-		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, log: cfg.Log,
+		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		runs: newRunHistogram(),
 	}
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {

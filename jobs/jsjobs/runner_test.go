@@ -47,8 +47,8 @@ func newCluster(t *testing.T) *cluster {
 func jsConfig() jsjobs.Config {
 	return jsjobs.Config{
 		Stream: "jobs", Consumer: "crewd", Bucket: "jobs",
-		AckWait: 5 * time.Second,
-		Kinds:   jobstest.Kinds(), DefaultTimeout: time.Second, MaxTimeout: time.Minute,
+		AckWait: 5 * time.Second, Backoff: func(int) time.Duration { return 10 * time.Millisecond },
+		Kinds: jobstest.Kinds(), DefaultTimeout: time.Second, MaxTimeout: time.Minute,
 	}
 }
 
@@ -137,7 +137,7 @@ func TestJetStreamRunsJobs(t *testing.T) {
 	consume(t, back)
 
 	fact := submit(t, front, jobstest.Factorial(20))
-	slow := submit(t, front, jobstest.Timed(jobstest.Sleep(time.Minute), 50*time.Millisecond))
+	slow := submit(t, front, jobstest.Attempts(jobstest.Timed(jobstest.Sleep(time.Minute), 50*time.Millisecond), 1))
 	nap := submit(t, front, jobstest.Sleep(10*time.Millisecond))
 
 	rec := eventually(t, front, fact.ID, jobs.Succeeded)
@@ -353,7 +353,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	if err := r.HandleDelivery(ctx, "jobs."+rec.ID, spec(long)); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, none finished") {
+	if got := eventually(t, r, rec.ID, jobs.Failed); got.Attempts != 3 || !strings.Contains(got.Error, "3 runs started, the last one interrupted") {
 		t.Fatalf("a job interrupted 3 times: %+v", got)
 	}
 	if o := r.Outcomes(); o.Succeeded != 3 || o.Requeued != 5 || o.Skipped != 1 || o.Failed != 4 {

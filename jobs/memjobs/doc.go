@@ -3,5 +3,6 @@
 // count and age. Nothing survives the process; a full queue or a full
 // store refuses a job rather than lose it. It passes the same tests as
 // jsjobs, for a program's tests and for one process that may lose its jobs
-// (crewd with -nats-url=off).
+// (crewd with -nats-url=off). A job runs once there: a failure is final
+// (the JetStream store retries).
 package memjobs

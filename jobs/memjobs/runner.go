@@ -35,7 +35,7 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 		return jobs.Record{}, err
 	}
 	t, err := r.Pool.TrySubmit(func(ctx context.Context) error {
-		v, err := job.Run(ctx)
+		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: spec.Kind, Attempt: 1}))
 		if err == nil {
 			e.mu.Lock()
 			e.result = v

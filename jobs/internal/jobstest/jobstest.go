@@ -5,6 +5,7 @@ package jobstest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,24 @@ func (a FactorialArgs) Validate() error {
 	return nil
 }
 
-// Kinds is the set of the two kinds the tests submit: sleep and factorial.
+// FlakyArgs fails its first Fails runs (permanently if Permanent), or
+// snoozes its first run for Snooze, then succeeds with its attempt.
+type FlakyArgs struct {
+	Fails     int           `json:"fails,omitempty"`
+	Permanent bool          `json:"permanent,omitempty"`
+	Snooze    jobs.Duration `json:"snooze,omitzero"`
+}
+
+func (FlakyArgs) Kind() string { return "flaky" }
+
+// Flaky is the spec of a flaky job.
+func Flaky(a FlakyArgs) jobs.Spec { return spec(a) }
+
+// snoozed are the jobs whose first run snoozed.
+var snoozed sync.Map
+
+// Kinds is the set of the kinds the tests submit: sleep, factorial and
+// flaky.
 func Kinds() *jobs.Kinds {
 	var ks jobs.Kinds
 	if err := jobs.Register(&ks, func(ctx context.Context, a SleepArgs) (any, error) {
@@ -57,6 +75,22 @@ func Kinds() *jobs.Kinds {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}); err != nil {
+		panic(err)
+	}
+	if err := jobs.Register(&ks, func(ctx context.Context, a FlakyArgs) (int, error) {
+		info := jobs.InfoOf(ctx)
+		if _, again := snoozed.LoadOrStore(info.ID, true); a.Snooze > 0 && !again {
+			return 0, jobs.Snooze(time.Duration(a.Snooze))
+		}
+		if info.Attempt <= a.Fails {
+			err := fmt.Errorf("flaky: attempt %d fails", info.Attempt)
+			if a.Permanent {
+				err = jobs.Permanent(err)
+			}
+			return 0, err
+		}
+		return info.Attempt, nil
 	}); err != nil {
 		panic(err)
 	}
@@ -77,6 +111,12 @@ func Factorial(n int) jobs.Spec { return spec(FactorialArgs{N: n}) }
 
 // Sleep is the spec of a sleep job.
 func Sleep(d time.Duration) jobs.Spec { return spec(SleepArgs{Duration: jobs.Duration(d)}) }
+
+// Attempts is spec with its max attempts.
+func Attempts(spec jobs.Spec, n int) jobs.Spec {
+	spec.MaxAttempts = n
+	return spec
+}
 
 // Timed is spec with its timeout.
 func Timed(spec jobs.Spec, timeout time.Duration) jobs.Spec {

@@ -256,7 +256,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its
-// optional "timeout", and the rest of its fields as the kind's arguments,
+// optional "timeout" and "max_attempts", and the rest of its fields as the kind's arguments,
 // which the kind checks (Submit's *jobs.InvalidError names the field at
 // fault).
 func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
@@ -272,6 +272,12 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 			return spec, fmt.Errorf(`"timeout": want %s, got %.40s`, jobFields.want["timeout"], raw)
 		}
 		delete(body, "timeout")
+	}
+	if raw, ok := body["max_attempts"]; ok {
+		if err := json.Unmarshal(raw, &spec.MaxAttempts); err != nil {
+			return spec, fmt.Errorf(`"max_attempts": want %s, got %.40s`, jobFields.want["max_attempts"], raw)
+		}
+		delete(body, "max_attempts")
 	}
 	if len(body) > 0 {
 		args, err := json.Marshal(body)
@@ -492,12 +498,12 @@ var (
 	jobFields = bodyFields{
 		example: `{"kind":"sleep","duration":"50ms"}`,
 		want: map[string]string{
-			"kind":     "a string: sleep or factorial",
-			"n":        fmt.Sprintf("an integer from 0 to %d", kinds.MaxFactorial),
-			"duration": `a duration as a string such as "50ms"`,
-			"timeout":  `a duration as a string such as "2s"`,
+			"kind":         "a string: sleep or factorial",
+			"timeout":      `a duration as a string such as "2s"`,
+			"max_attempts": "an integer from 1 to 1000",
 		},
 	}
+
 )
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {

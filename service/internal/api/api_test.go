@@ -163,6 +163,8 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		{"bad duration", "POST", "/v1/jobs", `{"kind":"sleep","duration":"soon"}`, 400, `sleep job: "duration": want a duration such as "50ms", "2s" or "1m", got "soon"`},
 		{"duration as number", "POST", "/v1/jobs", `{"kind":"sleep","duration":50}`, 400, `"duration": want a duration such as "50ms", "2s" or "1m", got 50`},
 		{"kind as number", "POST", "/v1/jobs", `{"kind":7}`, 400, `"kind": want a string: sleep or factorial, got 7`},
+		{"max_attempts as string", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":"x"}`, 400, `"max_attempts": want an integer from 1 to 1000, got "x"`},
+		{"max_attempts too many", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":5000}`, 400, `"max_attempts" 5000: want 1 to 1000`},
 		{"n as string", "POST", "/v1/jobs", `{"kind":"factorial","n":"5"}`, 400, `factorial job: "n": want an integer, got a JSON string`},
 		{"unknown job field", "POST", "/v1/jobs", `{"kind":"factorial","n":5,"x":1}`, 400, `factorial job: unknown field "x"`},
 		{"factorial without n", "POST", "/v1/jobs", `{"kind":"factorial"}`, 400, `"n" from 0 to 20`},

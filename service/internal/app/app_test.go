@@ -63,10 +63,13 @@ type crewd struct {
 	client       *http.Client
 }
 
-var banner = regexp.MustCompile(`API on http://(\S+), metrics on http://(\S+)/metrics`)
+var (
+	banner  = regexp.MustCompile(`API on http://(\S+), metrics on http://(\S+)/metrics`)
+	started = regexp.MustCompile(`"msg":"crewd started","http":"(http://[^"]+)","admin":"(http://[^"]+)"`)
+)
 
 // start runs Main with args (loopback listeners on free ports added) and
-// an empty environment, and waits for its banner.
+// an empty environment, and waits for its started line and its banner.
 func start(t *testing.T, args ...string) *crewd {
 	t.Helper()
 	return startWith(t, func(string) string { return "" }, args...)
@@ -89,8 +92,11 @@ func startWith(t *testing.T, getenv func(string) string, args ...string) *crewd 
 		}
 		c.client.CloseIdleConnections()
 	})
-	m := c.stderr.await(t, banner)
-	c.api, c.metrics = "http://"+m[1], "http://"+m[2]
+	// The started line comes after the banner: waiting for it, a test
+	// reads every line of the start.
+	m := c.logs.await(t, started)
+	c.api, c.metrics = m[1], m[2]
+	c.stderr.await(t, banner)
 	return c
 }
 

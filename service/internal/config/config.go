@@ -51,7 +51,7 @@ type Config struct {
 	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
 	NATSReplicas   int           // replicas of the stream and the bucket when crewd creates them
 	NATSCreds      string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
-	JobMaxAttempts int           // runs of one durable job started before it is given up; 0 for no limit
+	JobMaxAttempts int           // runs of one durable job, retries included, unless the job asks for another bound
 }
 
 // NATSOff is the -nats-url that keeps jobs in memory, without NATS.
@@ -93,6 +93,7 @@ func Default() Config {
 		NATSBucket:      "jobs",
 		NATSAckWait:     30 * time.Second,
 		NATSReplicas:    1,
+		JobMaxAttempts:  25,
 	}
 }
 
@@ -141,7 +142,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
 	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
-	num(&c.JobMaxAttempts, "job-max-attempts", "runs of one job (through JetStream) started and interrupted (a crash, a hard stop) before it is failed instead of run again; 0: no limit")
+	num(&c.JobMaxAttempts, "job-max-attempts", "through JetStream, the runs of one job, its retries after a failure or a timeout (with exponential backoff) and its reruns after a crash included, unless the job's \"max_attempts\" says otherwise (1 to 1000)")
 
 	// Environment first, so that flags given on the command line win.
 	var envErr error
@@ -283,8 +284,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-creds %s: for the servers of -nats-url; the embedded server needs none", c.NATSCreds)
 	case c.Embedded() && c.NATSReplicas != 1:
 		return fmt.Errorf("-nats-replicas %d: the embedded server is one server: want 1, or set -nats-url to a JetStream cluster", c.NATSReplicas)
-	case c.JobMaxAttempts < 0:
-		return fmt.Errorf("-job-max-attempts %d: want 0 (no limit) or more", c.JobMaxAttempts)
+	case c.JobMaxAttempts < 1 || c.JobMaxAttempts > 1000:
+		return fmt.Errorf("-job-max-attempts %d: want 1 to 1000", c.JobMaxAttempts)
 	}
 	if c.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {
