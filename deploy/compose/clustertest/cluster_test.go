@@ -20,10 +20,11 @@ import (
 
 // The cluster's parts, as the compose file names them.
 var (
-	crewds  = []string{"crewd1", "crewd2", "crewd3"}
-	natses  = []string{"nats1", "nats2", "nats3"}
-	stream  = "jobs"
-	durable = "crewd"
+	crewds       = []string{"crewd1", "crewd2", "crewd3"}
+	natses       = []string{"nats1", "nats2", "nats3"}
+	stream       = "jobs"
+	durable      = "crewd"
+	bucketStream = "KV_jobs" // the job records' bucket
 )
 
 // settings are the test's knobs, from the environment (the load runs
@@ -190,6 +191,8 @@ func (cl *cluster) addr(ctx context.Context, t *testing.T, service string, port 
 // go without a good answer (stalls):
 //  1. a crewd killed (SIGKILL) while it runs slow jobs, and the jobs
 //     stream's leader cut off the network, both restored after 15 s;
+//  0. the nats-server that leads the records' bucket cut off the network
+//     for 15 s;
 //  2. the nats-server that leads the jobs stream killed (docker kill), and
 //     started again 15 s later;
 //  3. crewd scaled 3 -> 1 -> 3 (two replicas stopped with SIGTERM, as a
@@ -223,6 +226,34 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		return l.submitted.Load() >= int64(5*set.rate), ""
 	})
 
+	// 0. The records bucket's leader cut off, first, while the replicas are
+	// still spread over the servers as they first connected: accepting a
+	// job rests on the jobs stream alone, and any replica of the bucket
+	// answers a read.
+	_, led, _ := leaders(ctx, cl.client, cl.monitor)
+	kv := led[bucketStream]
+	if kv == "" {
+		t.Fatalf("no leader of %s", bucketStream)
+	}
+	on := cl.attached(ctx, kv)
+	if err := cl.c.disconnect(ctx, kv); err != nil {
+		t.Fatal(err)
+	}
+	kvCutAt := time.Now()
+	also := ""
+	if kv == cl.leader {
+		also = ", and of the jobs stream"
+	}
+	t.Logf("%s cut %s, the records bucket's leader%s, off the network (crewd replicas connected to it: %v)", at(), kv, also, on)
+	sleep(ctx, faultFor)
+	if err := cl.c.connect(ctx, kv); err != nil {
+		t.Fatal(err)
+	}
+	cl.fault(t, "network cut of "+kv+" (records bucket's leader)", on, kvCutAt, time.Now())
+	cl.monitor[kv] = cl.addr(ctx, t, kv, 8222)
+	t.Logf("%s %s back on the network", at(), kv)
+	cl.leader = waitStreams(ctx, t, cl.client, cl.monitor, 90*time.Second)
+
 	// 1. A crewd killed, the stream's leader cut off.
 	cut, victim := cl.pickFaults(ctx, t)
 	admin := cl.addr(ctx, t, victim, 9090)
@@ -239,7 +270,7 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	if err := cl.c.kill(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	on := cl.attached(ctx, cut)
+	on = cl.attached(ctx, cut)
 	if err := cl.c.disconnect(ctx, cut); err != nil {
 		t.Fatal(err)
 	}

@@ -503,7 +503,6 @@ var (
 			"max_attempts": "an integer from 1 to 1000",
 		},
 	}
-
 )
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
