@@ -25,7 +25,7 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	cfgErr error
-	watch  bool // the parent context can end: Wait must watch the group's
+	watch  bool // the parent context can end: Wait must watch it too
 	join   bool
 	limit  int64
 	name   string // of tasks given without one
@@ -54,6 +54,13 @@ type parts interface {
 	// not stop early.
 	finished() bool
 }
+
+// What a runner returns when it recorded its elements' errors one by one
+// itself: its own error only sets its task's state.
+var (
+	errPartFailed   = errors.New("crew: elements failed")
+	errPartPanicked = errors.New("crew: elements panicked")
+)
 
 // GroupOption configures a Group, a Results, a Stream, Map or ForEach.
 // GroupOptions are created by the functions of this package only.
@@ -294,6 +301,12 @@ func (g *Group) run(fn func() error, name string, hard bool) (State, error, *Pan
 		return Panicked, err, pe
 	}
 	return Failed, err, nil
+}
+
+// callGroup calls a group task's function, its panic caught.
+func callGroup(fn func() error, name string) (err error, pe *PanicError) {
+	defer catch(name, &pe)
+	return fn(), nil
 }
 
 // complete accounts for one task of the group reaching state, counted in c

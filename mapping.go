@@ -9,27 +9,19 @@ import (
 )
 
 // Map calls fn on every element of in, on pool, and returns the values in
-// input order. Parallelism is bounded by the pool and by a Limit option (a
-// Limit above the pool's bound changes nothing: the pool's bound wins). By
-// default the first error stops the rest (elements not yet started never
-// run) and is returned; with JoinErrors every element is tried and all
-// errors are returned joined, in input order. Each element's error, a panic
-// included, is an *IndexError that says which element failed. The values of
-// failed elements are zero. Map returns only after every fn it started has
-// returned.
+// input order. Parallelism is bounded by the pool and by a Limit option.
+// By default the first error stops the rest (elements not yet started
+// never run) and is returned; with JoinErrors every element is tried and
+// all errors come back joined, in input order. Each element's error, a
+// panic included, is an *IndexError naming the element; failed elements'
+// values are zero. Map returns once every fn it started has returned.
 //
-// The slice is split, not queued element by element: the calling goroutine
-// queues a runner task per slot the pool (and Limit) can give besides its
-// own, then runs elements itself, holding one of the pool's slots while it
-// does, and every participant claims chunks of elements, chunks shrinking
-// as the work runs out. A small batch thus costs about what the plain loop
-// costs, and a large one is shared by every slot the pool can give. Stats
-// and observers count the caller's share and each runner as one task of the
-// pool, not each element. When the pool is paused or every slot is busy, the
-// caller queues the runners (waiting for room) and waits, as Group.Wait
-// does; a call already running when the pool is paused runs to its end, as
-// running tasks do. Elements may run one after another on one goroutine: with more
-// elements than the pool's bound, they must not wait for one another. Map
+// The caller runs elements itself on one of the pool's slots, beside a
+// runner task for each other slot the pool can give, every participant
+// claiming chunks that shrink as the work runs out; Stats count the caller
+// and each runner as one task. On a paused pool, or one with every slot
+// busy, the caller queues the runners and waits. Elements may run one
+// after another on one goroutine: they must not wait for one another. Map
 // allocates a few objects per call, whatever the length of in.
 func Map[In, Out any](ctx context.Context, pool *Pool, in []In, fn func(context.Context, In) (Out, error), opts ...GroupOption) ([]Out, error) {
 	if fn == nil {

@@ -28,15 +28,12 @@ func CPUQuota() (cpus float64, ok bool) {
 //
 // GOMAXPROCS itself (crew's default bound) follows the quota since Go 1.25
 // but rounds it up and never goes below 2: in a pod limited to 500m or
-// 1 CPU it is 2. Measured with bench/cmd/quotapool (2 ms CPU-bound tasks,
-// Poisson arrivals at 70 % of the quota): under 500m, where 2 is four
-// times the quota, CPUBound's 1 cut a task's p99 and p99.9 up to 2.7
-// times; under 1 CPU, 2 was hardly throttled and had the lower latency
-// (one worker queues what two run at once), so measure before using it at
-// a quota of 1 or more. It bounds the pool only: work outside the pool's
-// tasks (decoding requests, say) still runs GOMAXPROCS wide. For tasks that
-// wait (I/O, a database), keep the default or a larger bound: the quota
-// does not limit waiting.
+// 1 CPU it is 2. Below 1 CPU, two CPU-bound workers are throttled and
+// CPUBound's 1 runs them with less tail latency; at a quota of 1 or more,
+// two workers may still do better (bench/README, quotapool: measure). It
+// bounds the pool only: work outside the pool's tasks (decoding requests,
+// say) still runs GOMAXPROCS wide. For tasks that wait (I/O, a database),
+// keep the default or a larger bound: the quota does not limit waiting.
 func CPUBound() int {
 	procs := runtime.GOMAXPROCS(0)
 	cpus, ok := CPUQuota()

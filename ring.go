@@ -12,7 +12,7 @@ import (
 //
 // A slot holds only what short and group tasks need, in 32 bytes, two to a
 // cache line: the size of a slot is most of the cost of a hand-off between
-// cores (64-byte slots measured 2 to 4 times slower). What long tasks,
+// cores (bench/README has the measurement). What long tasks,
 // names and observer times need lives in a side array that producer and
 // consumer touch only when the slot's sequence number says it is used.
 //

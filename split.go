@@ -2,7 +2,6 @@ package crew
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,12 +38,12 @@ import (
 // is unchanged. The caller returns once every participant that joined has
 // left; runners still queued then find the work done and end at once.
 type split struct {
-	g     Group // the call's, in the same allocation
-	p     *Pool
-	n     int64
-	body  func(ctx context.Context, i int) error
-	parts int64       // participants, caller included: the guided divisor
-	stop  atomic.Bool // a participant stopped with elements left unrun
+	g      Group // the call's, in the same allocation
+	p      *Pool
+	n      int64
+	body   func(ctx context.Context, i int) error
+	shares int64       // participants, caller included: the guided divisor
+	stop   atomic.Bool // a participant stopped with elements left unrun
 
 	// The caller waits for the runners still inside when it is done, on a
 	// channel made only then: the last runner out closes it.
@@ -64,7 +63,7 @@ const liveClosed = 1 << 62
 // runSplit is Map and ForEach: it calls body for every index below n, on
 // pool, as described on split, and returns what the group's Wait would.
 func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context, int) error, opts []GroupOption) error {
-	s := &split{n: int64(n), body: body, parts: 1}
+	s := &split{n: int64(n), body: body, shares: 1}
 	g := &s.g
 	g.init(ctx, pool, opts)
 	if g.cfgErr != nil {
@@ -133,8 +132,8 @@ func (s *split) help(lent *worker) {
 // does.
 func (s *split) delegate() error {
 	g := &s.g
-	s.parts = s.participants()
-	for range s.parts {
+	s.shares = s.participants()
+	for range s.shares {
 		if err := g.submit(nil, nil, true); err != nil {
 			g.record(err)
 			break
@@ -149,8 +148,8 @@ func (s *split) delegate() error {
 // helpers, never a caller blocked while it holds a slot.
 func (s *split) recruit() {
 	p, g := s.p, &s.g
-	s.parts = s.participants()
-	for range s.parts - 1 {
+	s.shares = s.participants()
+	for range s.shares - 1 {
 		g.pending.Add(1)
 		it := item{g: g, name: g.name} // no function: a runner (Group.run)
 		if p.level.Load() != levelOpen || p.offer(&it) != pushed {
@@ -220,7 +219,7 @@ func (s *split) claim() (lo, hi int64, ok bool) {
 		if rest <= 0 {
 			return 0, 0, false
 		}
-		c := max(1, rest/(2*s.parts))
+		c := max(1, rest/(2*s.shares))
 		if s.next.CompareAndSwap(lo, lo+c) {
 			return lo, lo + c, true
 		}
@@ -326,10 +325,3 @@ func worse(a, b State) State {
 	}
 	return Succeeded
 }
-
-// Runner results: the elements' errors are recorded one by one by the
-// runner, so its own error only sets its task's state.
-var (
-	errPartFailed   = errors.New("crew: elements failed")
-	errPartPanicked = errors.New("crew: elements panicked")
-)

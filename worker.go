@@ -14,21 +14,21 @@ const spinRounds = 4
 // worker is one worker goroutine: it takes tasks from the queue and runs
 // them, following the rules of workerSet.
 type worker struct {
-	p        *Pool
-	wake     chan struct{} // one token per wake-up from the idle stack
-	parkedAt time.Duration // since the pool's epoch; guarded by workerSet.mu
-	retired  bool          // set by the reaper before its token; guarded by workerSet.mu
-	looking  bool          // counted in workerSet.spinning: a looker (rule 3)
-	looker   bool          // woken as a looker; guarded by workerSet.mu
-	mark     time.Duration // the observer's last clock reading, at a task's end
-	fresh    bool          // the worker went straight on since mark
-	began    time.Duration // the running task's start, for the observer
-	timer    *time.Timer   // the running task's timeout, reused
-	fired    chan struct{} // the timeout callback has finished
-	current  atomic.Pointer[Task]
-	group    atomic.Pointer[Group] // the group whose function is running
-	counts   counters
-	done     uint64 // short tasks succeeded, not yet added to counts (flush)
+	p         *Pool
+	wake      chan struct{} // one token per wake-up from the idle stack
+	parkedAt  time.Duration // since the pool's epoch; guarded by workerSet.mu
+	retired   bool          // set by the reaper before its token; guarded by workerSet.mu
+	looking   bool          // counted in workerSet.spinning: a looker (rule 3)
+	asLooker  bool          // woken as a looker; guarded by workerSet.mu
+	mark      time.Duration // the observer's last clock reading, at a task's end
+	fresh     bool          // the worker went straight on since mark
+	began     time.Duration // the running task's start, for the observer
+	timer     *time.Timer   // the running task's timeout, reused
+	fired     chan struct{} // the timeout callback has finished
+	current   atomic.Pointer[Task]
+	group     atomic.Pointer[Group] // the group whose function is running
+	counts    counters
+	unflushed uint64 // short tasks succeeded, not yet added to counts (flush)
 }
 
 // flushEvery bounds how many succeeded short tasks a busy worker keeps to
@@ -39,9 +39,9 @@ const flushEvery = 64
 // flush adds the short tasks counted locally to the worker's counters:
 // before it looks for work with an empty queue, and before it exits.
 func (w *worker) flush() {
-	if w.done > 0 {
-		w.counts.succeeded.Add(w.done)
-		w.done = 0
+	if w.unflushed > 0 {
+		w.counts.succeeded.Add(w.unflushed)
+		w.unflushed = 0
 	}
 }
 
@@ -136,8 +136,8 @@ func (w *worker) spin() bool {
 	ws := &w.p.workers
 	if !w.looking {
 		// Enough lookers already: more would only take the CPU from the
-		// workers that run tasks (a burst's end set 64 workers yielding to
-		// each other while the last tasks waited for a turn).
+		// workers that run tasks, yielding to each other while the last
+		// tasks of a burst wait for a turn.
 		if ws.spinning.Load() >= ws.maxSpinning {
 			return false
 		}
@@ -174,7 +174,7 @@ func (w *worker) park() bool {
 	// Whoever took us off the stack sends a token, and counted us in
 	// spinning if it woke us as a looker.
 	<-w.wake
-	w.looking = w.looker
+	w.looking = w.asLooker
 	if !w.retired {
 		if seen {
 			w.startLooking()

@@ -36,9 +36,8 @@ import (
 //     looker that takes a task and sees another one ready calls notify as a
 //     looker before it runs its own: each looker that finds work recruits
 //     the next, as the Go scheduler's spinning threads do, until the queue
-//     is empty or every slot runs a task. (When the looker a burst relied on
-//     handed on once and the worker it woke did not, a burst into a warm
-//     pool ran on one or two workers while the others slept.) "Ready"
+//     is empty or every slot runs a task: a hand-on that stopped after one
+//     step would leave a burst on one or two workers. "Ready"
 //     looks at the head again if a consumer moved it during the look, so a
 //     plain worker's pop beside a looker's cannot hide the next task.
 //  4. Publish, then look. A looker counts from the moment it spins, or its
@@ -50,10 +49,9 @@ import (
 //     relied on it is never lost; and a worker whose look after it stopped
 //     counting finds work takes that work as a looker again (startLooking),
 //     whether it takes itself off the idle stack or a waker does, because
-//     several pushes may have relied on it and only a looker hands on.
-//     (Taken by a plain worker, the first task of a burst ran and the
-//     others stayed queued beside free slots, once in a few thousand warm
-//     bursts.)
+//     several pushes may have relied on it and only a looker hands on: a
+//     plain worker would run the first task of a burst and leave the
+//     others queued beside free slots.
 //  5. Give up a slot, then look. A worker that gives up its slot (retired by
 //     the reaper, or surplus after Resize) looks at the queue afterwards and
 //     takes a slot back if there is work and room (reclaim), because a
@@ -111,7 +109,7 @@ type workerSet struct {
 	reaping bool // the reaper is armed or running
 	all     map[*worker]struct{}
 	helpers []*Group // groups whose caller runs elements on a borrowed slot
-	retired counters // counts of workers that have exited
+	exited  counters // counts of workers that have exited
 }
 
 const terminatedBit = 1 << 62
@@ -172,7 +170,7 @@ func (ws *workerSet) wakeOne(looker bool) bool {
 	if looker {
 		ws.spinning.Add(1) // on w's behalf, until it takes a task (rule 4)
 	}
-	w.looker = looker
+	w.asLooker = looker
 	ws.mu.Unlock()
 	yieldpoint()
 	w.wake <- struct{}{}
@@ -321,7 +319,7 @@ func (ws *workerSet) park(w *worker) {
 	ws.mu.Lock()
 	w.parkedAt = time.Since(ws.p.epoch)
 	w.retired = false
-	w.looker = false
+	w.asLooker = false
 	ws.idle = append(ws.idle, w)
 	ws.parked.Add(1)
 	if !ws.reaping {
@@ -405,7 +403,7 @@ func (ws *workerSet) terminate() bool {
 func (ws *workerSet) removed(w *worker) bool {
 	ws.mu.Lock()
 	delete(ws.all, w)
-	ws.retired.fold(&w.counts)
+	ws.exited.fold(&w.counts)
 	ws.mu.Unlock()
 	return ws.goroutines.Add(-1) == 0
 }
@@ -425,7 +423,7 @@ func (ws *workerSet) each(f func(*worker)) {
 func (ws *workerSet) addCounts(s *Stats) (parked int) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.retired.addTo(s)
+	ws.exited.addTo(s)
 	for w := range ws.all {
 		w.counts.addTo(s)
 	}

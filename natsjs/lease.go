@@ -11,9 +11,9 @@ import (
 // once its lease is older than the heartbeat fraction of AckWait, and then
 // once per such fraction: one renewal per message per period, sent by Run's
 // loop from one scan of the held list, with no timer per message. A slow
-// handler therefore costs a heartbeat every few seconds, not a storm of them
-// (nats.go #1726), and a message waiting for a slot never ages out
-// unnoticed (nats.go #1929), unless no handler started for a whole AckWait
+// handler therefore costs a heartbeat every few seconds, not a storm of
+// them, and a message waiting for a slot never ages out unnoticed, unless
+// no handler started for a whole AckWait
 // (handBackStalled). A handler whose context the pool cancelled
 // gets no more renewals: ignoring its context cannot hold a message for
 // ever. When renewals fail for a whole AckWait the
@@ -63,8 +63,8 @@ func (s *Source) renewLeases(now time.Time) {
 		if mc := m.ctx.Load(); mc != nil && mc.Err() != nil {
 			// The pool cancelled it (timeout, hard stop) and the handler
 			// has not returned: its lease is left to lapse, so that a
-			// handler ignoring its context does not hold the message for
-			// ever (River #1258, jobs stuck running).
+			// handler ignoring its context does not hold the message (and
+			// its job) for ever.
 			continue
 		}
 		due = append(due, m)

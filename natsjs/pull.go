@@ -18,9 +18,9 @@ import (
 //     tasks queued by others, read from one Stats snapshot per decision: the
 //     pool is shared (crewd's HTTP batches run on it too), so a Source takes
 //     only the room left. A message that arrives does not wait in a client
-//     buffer aging against AckWait, which is what users of Consume's default
-//     500-message prefetch hit (nats.go #1929): whatever is received is a
-//     task on the pool at once, and a slot is free for it or soon will be.
+//     buffer aging against AckWait (as messages prefetched by Consume's
+//     default 500-message buffer do): whatever is received is a task on
+//     the pool at once, and a slot is free for it or soon will be.
 //  2. Batching. A pull asks for all the credit there is, and another pull is
 //     only sent while one is in flight when the credit reaches half the
 //     pool's bound plus the window: few requests under load, no request
@@ -29,9 +29,8 @@ import (
 //     (reclaim): a nak sent while one of our pulls still waited on the
 //     server would let the server hand the message straight back to us,
 //     at the cost of a delivery attempt each round. Shutdown then waits for
-//     every held message to be settled, which is what users of
-//     ConsumeContext.Drain missed (nats.go #1328, #1672: a Drain that
-//     returns with work still in flight). A message the server sent just
+//     every held message to be settled: it never returns with work still
+//     in flight. A message the server sent just
 //     before the end of a pull is dropped by the client and comes back after
 //     AckWait, the window any unsubscribe has. Each pull waits on the
 //     server for at most the pull expiry, which bounds how long a pull
@@ -79,13 +78,13 @@ func (s *Source) pull() {
 	if s.stopping || (!s.retryAt.IsZero() && now.Before(s.retryAt)) {
 		return
 	}
-	window := s.win.decide(now, s.started.Load(), st.MaxWorkers, free, unstarted, s.backlog)
+	size := s.window.decide(now, s.started.Load(), st.MaxWorkers, free, unstarted, s.backlog)
 	if s.stalled.Load() {
-		window = 0 // see renewLeases
+		size = 0 // see renewLeases
 	}
-	s.window = window
-	credit := free + window - unstarted - s.requested
-	threshold := max(1, (st.MaxWorkers+window)/2)
+	s.lastWindow = size
+	credit := free + size - unstarted - s.requested
+	threshold := max(1, (st.MaxWorkers+size)/2)
 	s.freed, s.threshold = 0, threshold
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return

@@ -47,9 +47,9 @@ type Source struct {
 
 	unstarted atomic.Int64  // received and not yet started or handed back
 	started   atomic.Uint64 // handlers started, for the window's rate
-	win       *window
-	lastStart atomic.Int64 // when a handler last started, unix nanoseconds
-	stalled   atomic.Bool  // no start for an AckWait: no window (renewLeases)
+	window    *window       // how many unstarted messages to hold (window.go)
+	lastStart atomic.Int64  // when a handler last started, unix nanoseconds
+	stalled   atomic.Bool   // no start for an AckWait: no window (renewLeases)
 	wake      chan struct{}
 	done      chan struct{} // closed when Run returns
 	running   atomic.Bool
@@ -71,7 +71,7 @@ type Source struct {
 	retryAt      time.Time // no pull before, after a pull error
 	freed        int       // messages settled since the last pull decision
 	threshold    int       // the credit that sends a pull while one is in flight
-	window       int       // the window of the last pull decision, for Stats
+	lastWindow   int       // the window of the last pull decision, for Stats
 	backlog      bool      // the last pull came back full
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
@@ -121,7 +121,7 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
 	}
-	s.win = newWindow(o.window, s.ackWait)
+	s.window = newWindow(o.window, s.ackWait)
 	s.renewAfter = time.Duration(float64(s.ackWait) * o.heartbeat)
 	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, s.renewAfter/4))
 	s.fetchCtx, s.cancelFetch = context.WithCancel(context.Background())

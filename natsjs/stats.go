@@ -68,7 +68,7 @@ func (s *Source) Stats() Stats {
 		Unstarted:    int(max(0, s.unstarted.Load())),
 	}
 	s.mu.Lock()
-	st.InFlight, st.Window = s.held, s.window
+	st.InFlight, st.Window = s.held, s.lastWindow
 	s.mu.Unlock()
 	return st
 }

@@ -25,8 +25,8 @@ import (
 //     pool's bound (Consume's default prefetch holds 500 whatever the
 //     pool), nor above the starts of a tenth of AckWait at the rate of
 //     starts measured (over intervals of at least rateInterval, smoothed
-//     by a half): a message held unstarted waits far less than its lease
-//     (nats.go #1929), and the stall rule of lease.go still takes the
+//     by a half): a message held unstarted waits far less than its lease,
+//     and the stall rule of lease.go still takes the
 //     window away when no handler starts for an AckWait.
 //
 // A window is used by pull decisions only, under the Source's mu.
