@@ -34,13 +34,16 @@ var errTimedOut = errors.New("job timed out")
 // of its end is written again while the job's lease holds, rather than run
 // the job again.
 //
-// A job's first delivery starts its run at once and records the start
-// meanwhile (mark): the record's read and the running write, two round
-// trips to the store, are off the run's slot. Should the record say the job
-// must not run (already ended, its attempts spent) or cannot be written,
-// the run is cancelled and the delivery settled as above; that run never
-// counts, and at-least-once allows its start. A redelivery, which more
-// likely finds the job ended, reads the record before it runs.
+// A job's first delivery starts its run at once, reads the record meanwhile
+// (mark, off the run's slot) and writes nothing before the run's end: the
+// job is accepted, run and ended in three replicated writes (its message,
+// its end, its ack), and Get tells it running from the consumer's state.
+// Should the record say the job must not run (a duplicate of one ended) or
+// be out of reach, the run is cancelled and the delivery settled as above;
+// that run never counts, and at-least-once allows its start. A redelivery,
+// which more likely finds the job ended, reads the record and writes it
+// running, one more attempt, before it runs; a first run killed before its
+// end wrote nothing, so the job's attempts count from its second run.
 func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	if md, err := m.Raw().Metadata(); err == nil {
@@ -57,8 +60,8 @@ type delivery struct {
 	attempt   int // the server's delivery count, 1 for the first (0: not known)
 }
 
-// errNotMarked cancels a first delivery's run whose start could not be
-// recorded, or must not be.
+// errNotMarked cancels a first delivery's run whose record could not be
+// read, or says it must not run.
 var errNotMarked = errors.New("job's start not recorded")
 
 func (r *Runner) handle(ctx context.Context, d delivery) error {
@@ -83,7 +86,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {
-			m := r.mark(ctx, id, d, spec.Kind, "", r.attempts(job))
+			m := r.mark(ctx, id, d, spec.Kind, "", r.attempts(job), true)
 			if m.settled {
 				stop(errNotMarked)
 			}
@@ -94,7 +97,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		stop(nil)
 		m = <-marked
 	} else {
-		m = r.mark(ctx, id, d, spec.Kind, bad, r.attempts(job))
+		m = r.mark(ctx, id, d, spec.Kind, bad, r.attempts(job), false)
 		if !m.settled {
 			run = runJob(jobs.WithInfo(ctx, jobs.Info{ID: id, Kind: spec.Kind, Attempt: m.rec.Attempts}), job)
 		}
@@ -123,11 +126,13 @@ type marking struct {
 	err     error
 }
 
-// mark reads the job's record and writes it running, one more attempt:
+// mark reads the job's record and writes it running, one more attempt
+// (unless it is a first delivery's of a job without a record: its run
+// writes nothing before its end):
 // unless it already ended (acked, not run), the spec is bad (says why)
 // or its runs were all interrupted as often as allowed (failed, acked), or
 // the store cannot be reached (handed back, no attempt counted).
-func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string, maxAttempts int) marking {
+func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string, maxAttempts int, first bool) marking {
 	settle := func(err error) marking { return marking{settled: true, err: err} }
 	// The record's writes outlive a job cancelled by a hard stop.
 	wctx := context.WithoutCancel(ctx)
@@ -135,11 +140,13 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	if err == nil || errors.Is(err, jobs.ErrNotFound) {
 		r.health.ok()
 	}
+	write := true
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		// Expired while the job waited (or the answer to its publish was
-		// lost and Submit deleted it): the message is the job.
+		// The message is the job; a first run writes nothing before its
+		// end.
 		rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
+		write = !first
 	case err != nil:
 		return settle(r.unavailable(err))
 	case rec.State.Terminal():
@@ -159,6 +166,9 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	}
 	rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
 	rec.Trace = runTrace(ctx, rec)
+	if !write {
+		return marking{rec: rec, rev: rev}
+	}
 	// Only over the record just read: a run of the same job elsewhere (a
 	// redelivery after a lost lease) that ended meanwhile is not undone.
 	rev, err = r.swap(wctx, rec, rev)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -30,9 +31,11 @@ import (
 // started. A job whose record is already terminal is not run again.
 //
 // Records are kept by state. A job waiting in the stream has no record
-// yet: Get answers it as queued from its message, however long it waits.
-// Its first run writes the record, which never expires while the job
-// lives; its end is written with a per-message TTL, SucceededTTL or
+// yet: Get answers it as queued from its message, however long it waits,
+// and running once the consumer has delivered it. Its end is the first
+// write of its record (three replicated writes a job: message, end, ack);
+// a retry or a rerun writes it before it runs, and a live record never
+// expires; an end is written with a per-message TTL, SucceededTTL or
 // FailedTTL, after which the server removes it. The bucket is bounded in
 // bytes (StoreBytes); when full, its oldest records go first, which are
 // finished ones (a live record is rewritten at every change). Bookkeeping
@@ -50,6 +53,10 @@ type Runner struct {
 	bucketSubj   string // "$KV.<bucket>.": a record's subject, less its id
 
 	succeededTTL, failedTTL time.Duration
+
+	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
+	deliveredSeq uint64
+	deliveredAt  time.Time
 
 	kinds                      *jobs.Kinds
 	defaultTimeout, maxTimeout time.Duration
@@ -345,8 +352,35 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
-	return jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time}, nil
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time}
+	if r.delivered(ctx) >= m.Sequence {
+		// Delivered and not acked, and no record yet: its first run
+		// (which writes nothing before its end) is going on.
+		rec.State, rec.Attempts = jobs.Running, 1
+	}
+	return rec, nil
 }
+
+// delivered is the stream sequence the consumer has delivered up to,
+// read at most every deliveredEvery: a job whose message is at or below it
+// has started. 0 when it cannot be read.
+func (r *Runner) delivered(ctx context.Context) uint64 {
+	r.deliveredMu.Lock()
+	defer r.deliveredMu.Unlock()
+	if time.Since(r.deliveredAt) < deliveredEvery {
+		return r.deliveredSeq
+	}
+	info, err := r.cons.Info(ctx)
+	if err != nil {
+		return r.deliveredSeq
+	}
+	r.deliveredSeq, r.deliveredAt = info.Delivered.Stream, time.Now()
+	return r.deliveredSeq
+}
+
+// deliveredEvery bounds how often Get asks the consumer how far it has
+// delivered: a job that just started may read queued that long.
+const deliveredEvery = 250 * time.Millisecond
 
 // Wait waits until the job has ended and returns its record: at once if
 // it has, else when the record changes to a terminal state, or when ctx
