@@ -43,6 +43,10 @@ type Spec struct {
 	// MaxAttempts bounds the runs of this job, its retries included; 0
 	// leaves it to the kind (WithMaxAttempts) or the runner's default.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// RunAt, if set, is when the job is due: until then it is scheduled,
+	// not waiting (no backlog, no autoscaling on it). A time less than a
+	// second ahead is now.
+	RunAt time.Time `json:"run_at,omitzero"`
 }
 
 // Record is a job as a client reads it.
@@ -55,6 +59,8 @@ type Record struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Created time.Time       `json:"created"`
+	// RunAt is when a scheduled job is due.
+	RunAt time.Time `json:"run_at,omitzero"`
 	// Attempts counts the runs started: more than 1 when a run failed or
 	// timed out and the job was retried, or a run was interrupted (a
 	// crash, a hard stop) and the job ran again; durable jobs only.
@@ -73,12 +79,14 @@ type Record struct {
 	Trace string `json:"trace,omitempty"`
 }
 
-// State is a job's state. A job is queued until a run starts, running
+// State is a job's state. A job submitted with a RunAt is scheduled until
+// it is due; a job is queued until a run starts, running
 // while one does, retrying between a failed run and the next (at
 // Record.NextRun), and ends in one of the terminal states.
 type State string
 
 const (
+	Scheduled State = "scheduled" // due at Record.RunAt, not yet waiting to run
 	Queued    State = "queued"
 	Running   State = "running"
 	Retrying  State = "retrying" // a run failed or timed out; the next is due at NextRun
@@ -90,7 +98,9 @@ const (
 )
 
 // Terminal reports whether s is final.
-func (s State) Terminal() bool { return s != Queued && s != Running && s != Retrying }
+func (s State) Terminal() bool {
+	return s != Scheduled && s != Queued && s != Running && s != Retrying
+}
 
 // AttemptError is how one run failed.
 type AttemptError struct {

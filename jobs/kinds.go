@@ -211,8 +211,9 @@ func (ks *Kinds) Names() []string {
 // arguments normalised, and the function that runs it once.
 type Prepared struct {
 	Timeout     time.Duration
-	MaxAttempts int    // the spec's, else the kind's; 0: the runner's default
-	Body        []byte // the Spec as it travels: kind, normalised arguments and timeout
+	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
+	RunAt       time.Time // the spec's, when it is a second or more ahead
+	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout
 	Run         func(ctx context.Context) (json.RawMessage, error)
 }
 
@@ -243,7 +244,15 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	spec.Args, spec.Timeout = normal, Duration(timeout)
+	runAt := spec.RunAt
+	switch {
+	case runAt.IsZero():
+	case time.Since(runAt) > time.Second:
+		return Prepared{}, &InvalidError{fmt.Sprintf(`"run_at" %s is in the past`, runAt.Format(time.RFC3339))}
+	case time.Until(runAt) < time.Second:
+		runAt = time.Time{} // due now
+	}
+	spec.Args, spec.Timeout, spec.RunAt = normal, Duration(timeout), runAt
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return Prepared{}, err
@@ -252,7 +261,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if attempts == 0 {
 		attempts = k.maxAttempts
 	}
-	return Prepared{Timeout: timeout, MaxAttempts: attempts, Body: body, Run: run}, nil
+	return Prepared{Timeout: timeout, MaxAttempts: attempts, RunAt: runAt, Body: body, Run: run}, nil
 }
 
 // NewSpec makes a job of args' kind with args, for a runner's Submit.

@@ -60,8 +60,8 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	for range 3 {
 		_, err = r.kv.Create(ctx, ck, data, jetstream.KeyTTL(r.succeededTTL))
 		if err == nil {
-			rec := jobs.Record{ID: mine.ID, Kind: spec.Kind, State: jobs.Queued, Created: mine.Created}
-			if err := r.publishJob(ctx, rec.ID, job.Body); err != nil {
+			rec := accepted(mine.ID, spec.Kind, mine.Created, job)
+			if err := r.publishJob(ctx, rec.ID, job); err != nil {
 				// The claim stays: maybe the job was stored after all (the
 				// answer lost), and a retry finds the claim and publishes
 				// the same job, stored once.
@@ -91,8 +91,8 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 			// Neither recorded nor waiting: its request died before the
 			// stream stored it (or the answer was lost). Published here,
 			// stored once within the duplicates window.
-			rec = jobs.Record{ID: theirs.ID, Kind: spec.Kind, State: jobs.Queued, Created: theirs.Created}
-			err = r.publishJob(ctx, rec.ID, job.Body)
+			rec = accepted(theirs.ID, spec.Kind, theirs.Created, job)
+			err = r.publishJob(ctx, rec.ID, job)
 		}
 		if err != nil {
 			return jobs.Record{}, false, err
@@ -102,8 +102,8 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	return jobs.Record{}, false, fmt.Errorf("%w: the idempotency key's claim keeps changing", jobs.ErrUnavailable)
 }
 
-func (r *Runner) publishJob(ctx context.Context, id string, body []byte) error {
-	if err := r.publish(ctx, id, body); err != nil {
+func (r *Runner) publishJob(ctx context.Context, id string, job jobs.Prepared) error {
+	if err := r.publish(ctx, id, job); err != nil {
 		return storeError(err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,9 @@ type Runner struct {
 	storeTimeout time.Duration
 	health       storeHealth
 	bucketSubj   string // "$KV.<bucket>.": a record's subject, less its id
+	atSubject    string // "<stream>-at.": where a scheduled job waits, less its id
+	schedules    bool   // the stream allows message schedules
+	maxDelay     time.Duration
 
 	succeededTTL, failedTTL time.Duration
 
@@ -84,6 +88,10 @@ type Config struct {
 	// StoreBytes bounds the records' bucket when it is created here; when
 	// it is full the oldest records go first. 0 is 256 MiB.
 	StoreBytes int64
+
+	// MaxDelay bounds how far ahead a job may be scheduled (Spec.RunAt);
+	// 0 is 30 days.
+	MaxDelay time.Duration
 
 	AckWait time.Duration // the consumer's: a delivery not acked or renewed in this time is redelivered; 0 is 30 s
 
@@ -124,7 +132,7 @@ func (cfg *Config) defaults() {
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
-	}{{&cfg.SucceededTTL, time.Hour}, {&cfg.FailedTTL, 24 * time.Hour}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
+	}{{&cfg.MaxDelay, 30 * 24 * time.Hour}, {&cfg.SucceededTTL, time.Hour}, {&cfg.FailedTTL, 24 * time.Hour}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
 		{&cfg.MaxTimeout, max(5*time.Minute, cfg.DefaultTimeout)}, {&cfg.StoreTimeout, DefaultStoreTimeout}} {
 		if *d.p == 0 {
 			*d.p = d.v
@@ -168,6 +176,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r := &Runner{
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, bucketSubj: "$KV." + cfg.Bucket + ".",
+		atSubject: cfg.Stream + "-at.", maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		runs: newRunHistogram(),
@@ -214,19 +223,22 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        cfg.Stream,
 			Description: "jobs, one message per job accepted, removed once acked",
-			Subjects:    []string{cfg.Stream + ".>"},
+			Subjects:    []string{cfg.Stream + ".>", cfg.Stream + "-at.>"},
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
 			// Get reads a job still waiting from its message, on any
 			// replica.
 			AllowDirect: true,
+			// A job due later waits as a schedule the server fires.
+			AllowMsgSchedules: true,
 		})
 	}, func() (jetstream.Stream, error) { return js.Stream(ctx, cfg.Stream) }, jetstream.ErrStreamNameAlreadyInUse)
 	if err != nil {
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
 	r.jobs = stream
+	r.schedules = r.allowSchedules(ctx, stream, cfg.Stream)
 	r.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,
@@ -256,6 +268,29 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
 	}
 	return r.keepByState(ctx, cfg.Bucket)
+}
+
+// allowSchedules makes a stream found without message schedules (made by
+// an earlier version) allow them and take the schedules' subjects, if it
+// can (a stream that discards new messages cannot); it reports whether the
+// stream allows them.
+func (r *Runner) allowSchedules(ctx context.Context, stream jetstream.Stream, name string) bool {
+	sc := stream.CachedInfo().Config
+	at := name + "-at.>"
+	if sc.AllowMsgSchedules && slices.Contains(sc.Subjects, at) {
+		return true
+	}
+	if !slices.Contains(sc.Subjects, at) {
+		sc.Subjects = append(sc.Subjects, at)
+	}
+	sc.AllowMsgSchedules = true
+	if _, err := r.js.UpdateStream(ctx, sc); err != nil {
+		if r.log != nil {
+			r.log.Warn("the jobs' stream cannot take message schedules: jobs due later are refused", "stream", name, "error", err)
+		}
+		return false
+	}
+	return true
 }
 
 // keepByState makes the bucket's stream keep records by state: finished
@@ -311,11 +346,37 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	rec := jobs.Record{ID: jobs.NewID(), Kind: spec.Kind, State: jobs.Queued, Created: time.Now()}
-	if err := r.publish(ctx, rec.ID, job.Body); err != nil {
+	if err := r.schedulable(job); err != nil {
+		return jobs.Record{}, err
+	}
+	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
+	if err := r.publish(ctx, rec.ID, job); err != nil {
 		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil
+}
+
+// accepted is the record of a job just accepted: queued, or scheduled.
+func accepted(id, kind string, created time.Time, job jobs.Prepared) jobs.Record {
+	rec := jobs.Record{ID: id, Kind: kind, State: jobs.Queued, Created: created}
+	if !job.RunAt.IsZero() {
+		rec.State, rec.RunAt = jobs.Scheduled, job.RunAt
+	}
+	return rec
+}
+
+// schedulable refuses a job due later than MaxDelay, or later at all on a
+// stream that does not allow message schedules.
+func (r *Runner) schedulable(job jobs.Prepared) error {
+	switch {
+	case job.RunAt.IsZero():
+		return nil
+	case time.Until(job.RunAt) > r.maxDelay:
+		return &jobs.InvalidError{Reason: fmt.Sprintf(`"run_at" %s: want at most %v ahead`, job.RunAt.Format(time.RFC3339), r.maxDelay)}
+	case !r.schedules:
+		return fmt.Errorf("%w: the jobs' stream does not allow message schedules (it was made without them, with discard new)", jobs.ErrUnavailable)
+	}
+	return nil
 }
 
 // Get implements Runner, from the bucket: any crewd answers for any job.
@@ -345,7 +406,7 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
 	defer cancel()
 	m, err := r.jobs.GetLastMsgForSubject(ctx, r.subject+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return jobs.Record{}, jobs.ErrNotFound
+		return r.scheduled(ctx, id)
 	}
 	if err != nil {
 		return jobs.Record{}, storeError(err)
@@ -357,6 +418,27 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
 		// Delivered and not acked, and no record yet: its first run
 		// (which writes nothing before its end) is going on.
 		rec.State, rec.Attempts = jobs.Running, 1
+	}
+	return rec, nil
+}
+
+// scheduled reads a job due later from its schedule's message.
+func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, error) {
+	if !r.schedules {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	m, err := r.jobs.GetLastMsgForSubject(ctx, r.atSubject+id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	var spec jobs.Spec
+	_ = json.Unmarshal(m.Data, &spec)
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time}
+	if at, ok := strings.CutPrefix(m.Header.Get(headerSchedule), "@at "); ok {
+		rec.RunAt, _ = time.Parse(time.RFC3339Nano, at)
 	}
 	return rec, nil
 }

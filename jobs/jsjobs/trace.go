@@ -2,6 +2,7 @@ package jsjobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/crew-go/crew"
 
@@ -33,10 +34,24 @@ const (
 
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id.
-func (r *Runner) publish(ctx context.Context, id string, body []byte) error {
-	_, err := natsotel.Publish(ctx, r.js, &nats.Msg{Subject: r.subject + id, Data: body}, jetstream.WithMsgID(id))
+func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared) error {
+	msg := &nats.Msg{Subject: r.subject + id, Data: job.Body, Header: nats.Header{}}
+	if !job.RunAt.IsZero() {
+		// The server publishes it to <stream>.<id> when it is due; until
+		// then it waits under <stream>-at.<id>, which no consumer reads.
+		msg.Subject = r.atSubject + id
+		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
+		msg.Header.Set(headerScheduleTarget, r.subject+id)
+	}
+	_, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(id))
 	return err
 }
+
+// The headers of a message the server publishes itself at a time.
+const (
+	headerSchedule       = "Nats-Schedule"
+	headerScheduleTarget = "Nats-Schedule-Target"
+)
 
 // Source makes the natsjs.Source that runs the jobs on pool: TracedHandle
 // on the consumer, each ack confirmed by the server (so that a finished

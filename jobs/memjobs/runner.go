@@ -28,6 +28,9 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 	if err != nil {
 		return jobs.Record{}, err
 	}
+	if !job.RunAt.IsZero() {
+		return jobs.Record{}, &jobs.InvalidError{Reason: `"run_at": a job due later needs the JetStream store; in memory every job runs now`}
+	}
 	e := &entry{id: jobs.NewID(), kind: spec.Kind, created: r.Store.now()}
 	// The record exists before the task can end, so that every accepted
 	// job has one.

@@ -273,6 +273,9 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 		}
 		delete(body, "timeout")
 	}
+	if err := jobTime(body, &spec); err != nil {
+		return spec, err
+	}
 	if raw, ok := body["max_attempts"]; ok {
 		if err := json.Unmarshal(raw, &spec.MaxAttempts); err != nil {
 			return spec, fmt.Errorf(`"max_attempts": want %s, got %.40s`, jobFields.want["max_attempts"], raw)
@@ -287,6 +290,41 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 		spec.Args = args
 	}
 	return spec, nil
+}
+
+// jobTime reads when a job is due: "run_at", a time in RFC 3339, or
+// "delay", a duration from now; not both.
+func jobTime(body map[string]json.RawMessage, spec *jobs.Spec) error {
+	rawAt, hasAt := body["run_at"]
+	rawDelay, hasDelay := body["delay"]
+	delete(body, "run_at")
+	delete(body, "delay")
+	switch {
+	case hasAt && hasDelay:
+		return errors.New(`"run_at" and "delay": give one or the other`)
+	case hasAt:
+		var at string
+		if err := json.Unmarshal(rawAt, &at); err != nil {
+			return fmt.Errorf(`"run_at": want %s, got %.40s`, jobFields.want["run_at"], rawAt)
+		}
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return fmt.Errorf(`"run_at": want %s, got %.40q`, jobFields.want["run_at"], at)
+		}
+		spec.RunAt = t
+	case hasDelay:
+		var d jobs.Duration
+		if err := json.Unmarshal(rawDelay, &d); err != nil {
+			return fmt.Errorf(`"delay": want %s, got %.40s`, jobFields.want["delay"], rawDelay)
+		}
+		if d < 0 {
+			return fmt.Errorf(`"delay" %v: want 0 or more`, time.Duration(d))
+		}
+		if d > 0 {
+			spec.RunAt = time.Now().Add(time.Duration(d))
+		}
+	}
+	return nil
 }
 
 // idempotencyKey reads the Idempotency-Key header (draft-ietf-httpapi-
@@ -501,6 +539,8 @@ var (
 			"kind":         "a string: sleep or factorial",
 			"timeout":      `a duration as a string such as "2s"`,
 			"max_attempts": "an integer from 1 to 1000",
+			"run_at":       `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
+			"delay":        `a duration as a string such as "10m"`,
 		},
 	}
 )

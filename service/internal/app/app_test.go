@@ -284,6 +284,38 @@ func TestMainEmbeddedKeepsJobs(t *testing.T) {
 	}
 }
 
+// TestMainSchedulesJobsAcrossAStop: a job posted with a delay is 202
+// scheduled, reads scheduled with its run_at, outlives crewd's stop on the
+// embedded server's store, and runs after its time in the crewd started
+// again.
+func TestMainSchedulesJobsAcrossAStop(t *testing.T) {
+	dir := t.TempDir()
+	c := start(t, "-data-dir", dir)
+	var rec struct{ ID, State string }
+	if code := c.do(t, "POST", c.api+"/v1/jobs", `{"kind":"factorial","n":5,"delay":"3s"}`, &rec); code != http.StatusAccepted || rec.State != "scheduled" {
+		t.Fatalf("POST a job due in 3 s: %d %+v", code, rec)
+	}
+	posted := time.Now()
+	var got struct {
+		State string
+		RunAt time.Time `json:"run_at"`
+	}
+	if code := c.do(t, "GET", c.api+"/v1/jobs/"+rec.ID, "", &got); code != http.StatusOK || got.State != "scheduled" || got.RunAt.Before(posted) {
+		t.Fatalf("GET a scheduled job: %d %+v", code, got)
+	}
+	if code := c.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d, want 0:\n%s", code, c.logs)
+	}
+	again := start(t, "-data-dir", dir)
+	again.awaitJob(t, rec.ID, "succeeded")
+	if time.Since(posted) < 3*time.Second {
+		t.Fatalf("a job due in 3 s ended after %v", time.Since(posted))
+	}
+	if code := again.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d, want 0:\n%s", code, again.logs)
+	}
+}
+
 // TestNoBannerOffATerminal: with stderr not a terminal (a container's log
 // stream), crewd prints no lines for a person there, and a configuration
 // error is the first and only line: the pool, never given a task, does

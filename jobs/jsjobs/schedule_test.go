@@ -1,0 +1,65 @@
+package jsjobs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/internal/jobstest"
+)
+
+// TestJetStreamSchedulesJobs: a job due later is scheduled, not waiting
+// (the consumer has nothing pending for it), reads scheduled with its time
+// until then, and runs within a second of its time; a time in the past or
+// beyond MaxDelay is refused naming "run_at".
+func TestJetStreamSchedulesJobs(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.MaxDelay = time.Hour
+	r := c.runner(t, cfg)
+	ctx := context.Background()
+	at := time.Now().Add(2 * time.Second)
+	spec := jobstest.Factorial(5)
+	spec.RunAt = at
+	rec := submit2(t, r, spec)
+	if rec.State != jobs.Scheduled || !rec.RunAt.Equal(at) {
+		t.Fatalf("accepted as %+v, want scheduled at %v", rec, at)
+	}
+	consume(t, r)
+	got, err := r.Get(ctx, rec.ID)
+	if err != nil || got.State != jobs.Scheduled || !got.RunAt.Equal(at) || got.Kind != "factorial" {
+		t.Fatalf("a job due later reads %+v (%v)", got, err)
+	}
+	info, err := r.Consumer().Info(ctx)
+	if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
+		t.Fatalf("the consumer counts a job due in 2 s as backlog: %+v %v", info, err)
+	}
+	got = eventually(t, r, rec.ID, jobs.Succeeded)
+	if late := got.Finished.Sub(at); late < 0 || late > time.Second {
+		t.Fatalf("due at %v, ended %v later; want within a second", at.Format(time.StampMilli), late)
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{{time.Now().Add(-time.Minute), "in the past"}, {time.Now().Add(2 * time.Hour), "want at most 1h0m0s ahead"}} {
+		spec := jobstest.Factorial(1)
+		spec.RunAt = c.at
+		var invalid *jobs.InvalidError
+		if _, err := r.Submit(ctx, spec); !errors.As(err, &invalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"run_at"`) {
+			t.Errorf("run_at %v: %v, want an *InvalidError saying %q", c.at, err, c.want)
+		}
+	}
+}
+
+// submit2 submits spec and returns its record, whatever its state.
+func submit2(t *testing.T, r jobs.Runner, spec jobs.Spec) jobs.Record {
+	t.Helper()
+	rec, err := r.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
