@@ -22,6 +22,22 @@ type Runner interface {
 	Get(ctx context.Context, id string) (Record, error)
 }
 
+// Canceler is a Runner that cancels jobs; both stores are.
+type Canceler interface {
+	Runner
+	// Cancel cancels a job not yet ended: a scheduled or queued one never
+	// runs, a running one has its context cancelled wherever it runs, and
+	// its record says canceled, with the state it was in. Cancelling a
+	// canceled job answers the same again; an ended one is an *EndedError
+	// naming its state; an unknown one ErrNotFound.
+	Cancel(ctx context.Context, id string) (rec Record, was State, err error)
+}
+
+// EndedError refuses to cancel a job that has ended.
+type EndedError struct{ State State }
+
+func (e *EndedError) Error() string { return "job already ended: " + string(e.State) }
+
 // KeyedRunner is a Runner that takes idempotency keys; both of crewd's do.
 type KeyedRunner interface {
 	Runner
@@ -61,6 +77,9 @@ type Record struct {
 	Created time.Time       `json:"created"`
 	// RunAt is when a scheduled job is due.
 	RunAt time.Time `json:"run_at,omitzero"`
+	// CanceledWhile is the state a canceled job was in when its cancel was
+	// recorded.
+	CanceledWhile State `json:"canceled_while,omitempty"`
 	// Attempts counts the runs started: more than 1 when a run failed or
 	// timed out and the job was retried, or a run was interrupted (a
 	// crash, a hard stop) and the job ran again; durable jobs only.

@@ -82,6 +82,9 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	}
 	var run jobRun
 	var m marking
+	// A cancel of the job ends the run's context (cancel.go).
+	ctx, done := r.running.start(ctx, id)
+	defer done()
 	if d.attempt == 1 && bad == "" {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
@@ -157,12 +160,12 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 		rec.Kind = kind
 	}
 	if bad != "" {
-		return settle(r.finish(ctx, rec, jobs.Failed, nil, bad))
+		return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, bad))
 	}
 	if rec.Attempts >= maxAttempts {
 		// Its attempts are spent, the last interrupted: a job that kills
 		// its process would otherwise run for ever.
-		return settle(r.finish(ctx, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
+		return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
 	}
 	rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
 	rec.Trace = runTrace(ctx, rec)
@@ -213,6 +216,8 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	switch {
 	case run.err == nil:
 		outcome = string(jobs.Succeeded)
+	case errors.Is(context.Cause(ctx), errJobCanceled):
+		outcome = string(jobs.Canceled)
 	case ctx.Err() != nil:
 		outcome = interrupted
 	case run.timedOut:
@@ -221,7 +226,11 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	r.observeRun(ctx, kind, outcome, run.took)
 	switch outcome {
 	case string(jobs.Succeeded):
-		return r.finish(ctx, rec, jobs.Succeeded, run.value, "")
+		return r.finish(ctx, m.rev, rec, jobs.Succeeded, run.value, "")
+	case string(jobs.Canceled):
+		// Its record says so already, written by the cancel.
+		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(string(jobs.Canceled)))
+		return nil
 	case interrupted:
 		// Interrupted, not failed: queued again, to run again here or
 		// elsewhere.
@@ -240,7 +249,7 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	}
 	if d, ok := jobs.SnoozedFor(run.err); ok {
 		rec.Attempts-- // a snoozed run is no attempt
-		return r.retry(ctx, rec, d, "snoozed", &r.counts.snoozed)
+		return r.retry(ctx, m.rev, rec, d, "snoozed", &r.counts.snoozed)
 	}
 	st, msg := jobs.Failed, run.err.Error()
 	if outcome == string(jobs.TimedOut) {
@@ -248,19 +257,19 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	}
 	rec.AddError(msg, time.Now())
 	if jobs.IsPermanent(run.err) || rec.Attempts >= r.attempts(job) {
-		return r.finish(ctx, rec, st, nil, msg)
+		return r.finish(ctx, m.rev, rec, st, nil, msg)
 	}
-	return r.retry(ctx, rec, r.backoff(rec.Attempts), string(st), &r.counts.retried)
+	return r.retry(ctx, m.rev, rec, r.backoff(rec.Attempts), string(st), &r.counts.retried)
 }
 
 // retry records the job retrying, due after d, and has the Source hand it
 // back with that delay. The record is kept as finish keeps an end, while
 // the store is out and the lease holds.
-func (r *Runner) retry(ctx context.Context, rec jobs.Record, d time.Duration, why string, count *atomic.Uint64) error {
+func (r *Runner) retry(ctx context.Context, rev uint64, rec jobs.Record, d time.Duration, why string, count *atomic.Uint64) error {
 	rec.State, rec.NextRun = jobs.Retrying, time.Now().Add(d)
 	trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String("retrying"))
-	if err := r.keep(ctx, rec); err != nil {
-		return err
+	if err := r.keep(ctx, rev, rec); err != nil {
+		return r.gaveWay(err)
 	}
 	count.Add(1)
 	return natsjs.RetryAfter(fmt.Errorf("job %s %s: next run in %v", rec.ID, why, d.Round(time.Millisecond)), d)
@@ -268,11 +277,11 @@ func (r *Runner) retry(ctx context.Context, rec jobs.Record, d time.Duration, wh
 
 // finish records a job's end. If the record cannot be written at all the
 // job is handed back and runs again: at-least-once.
-func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, result json.RawMessage, msg string) error {
+func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st jobs.State, result json.RawMessage, msg string) error {
 	rec.State, rec.Result, rec.Error, rec.Finished, rec.NextRun = st, result, msg, time.Now(), time.Time{}
 	runOutcome(ctx, st)
-	if err := r.keep(ctx, rec); err != nil {
-		return err
+	if err := r.keep(ctx, rev, rec); err != nil {
+		return r.gaveWay(err)
 	}
 	switch st {
 	case jobs.Succeeded:
@@ -285,15 +294,30 @@ func (r *Runner) finish(ctx context.Context, rec jobs.Record, st jobs.State, res
 	return nil
 }
 
-// keep writes a record after a run. While the store is out, the write is
-// tried again, the job's lease kept, until it succeeds or ctx ends (a hard
-// stop, the lease lost): an outage of a few seconds (a leader elected
-// again) costs the job no second run. Past that, the job is handed back
-// (natsjs.Unavailable), with no attempt counted for the outage.
-func (r *Runner) keep(ctx context.Context, rec jobs.Record) error {
+// keep writes a record after a run, over the revision its run read (0:
+// none), so that an end and a cancel that race leave one terminal state:
+// a record changed meanwhile is read again, and if it has ended (canceled,
+// or ended by another run of the job) keep gives way with errEnded; a
+// record changed but live (another run's start) is written over. While the
+// store is out, the write is tried again, the job's lease kept, until it
+// succeeds or ctx ends (a hard stop, the lease lost): an outage of a few
+// seconds (a leader elected again) costs the job no second run. Past that,
+// the job is handed back (natsjs.Unavailable), with no attempt counted for
+// the outage.
+func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		_, err := r.put(wctx, rec)
+		_, err := r.swap(wctx, rec, rev)
+		if errors.Is(err, errChanged) {
+			var now jobs.Record
+			now, rev, err = r.load(wctx, rec.ID)
+			if err == nil && now.State.Terminal() {
+				return errEnded
+			}
+			if err == nil {
+				continue
+			}
+		}
 		if err == nil {
 			r.health.ok()
 			return nil
@@ -310,6 +334,19 @@ func (r *Runner) keep(ctx context.Context, rec jobs.Record) error {
 	}
 }
 
+// errEnded is keep giving way to an end or a cancel recorded first.
+var errEnded = errors.New("job ended meanwhile")
+
+// gaveWay settles a run whose record write gave way: acked, counted
+// skipped, when the job had ended meanwhile; err itself otherwise.
+func (r *Runner) gaveWay(err error) error {
+	if errors.Is(err, errEnded) {
+		r.counts.skipped.Add(1)
+		return nil
+	}
+	return err
+}
+
 func (r *Runner) logWarn(msg string, args ...any) {
 	if r.log != nil {
 		r.log.Warn(msg, args...)
@@ -324,10 +361,11 @@ type Outcomes struct {
 	Snoozed                     uint64 // runs that asked to run again later (jobs.Snooze), no attempt counted
 	Requeued                    uint64 // runs interrupted, handed back to run again
 	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
+	Canceled                    uint64 // jobs canceled through this runner
 }
 
 type outcomeCounts struct {
-	succeeded, failed, timedOut, retried, snoozed, requeued, skipped atomic.Uint64
+	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped atomic.Uint64
 }
 
 // Outcomes returns the counts so far.
@@ -335,6 +373,6 @@ func (r *Runner) Outcomes() Outcomes {
 	return Outcomes{
 		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
 		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
-		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(),
+		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(), Canceled: r.counts.canceled.Load(),
 	}
 }

@@ -26,6 +26,7 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeUpDesc
 	ch <- storeHandBacksDesc
 	c.r.runs.Describe(ch)
+	c.r.cancels.Describe(ch)
 }
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -36,6 +37,7 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(storeHandBacksDesc, prometheus.CounterValue, float64(c.r.StoreHandBacks()))
 	c.r.runs.Collect(ch)
+	c.r.cancels.Collect(ch)
 }
 
 // interrupted labels a run that ended by its context (a hard stop, a lost
@@ -64,4 +66,13 @@ func (r *Runner) observeRun(ctx context.Context, kind, outcome string, d time.Du
 		}
 	}
 	o.Observe(d.Seconds())
+}
+
+// newCancelCounter is crewd_jobs_canceled_total: the jobs canceled, by
+// the state they were in.
+func newCancelCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crewd_jobs_canceled_total",
+		Help: "Jobs canceled, by the state they were in when the cancel was recorded (scheduled, queued, running, retrying).",
+	}, []string{"state"})
 }

@@ -58,6 +58,9 @@ type Runner struct {
 
 	succeededTTL, failedTTL time.Duration
 
+	running runs                   // the jobs running here, for Cancel
+	cancels *prometheus.CounterVec // crewd_jobs_canceled_total{state}
+
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
 	deliveredSeq uint64
 	deliveredAt  time.Time
@@ -179,10 +182,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		atSubject: cfg.Stream + "-at.", maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
-		runs: newRunHistogram(),
+		runs: newRunHistogram(), cancels: newCancelCounter(),
 	}
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
 		return nil, err
+	}
+	if err := r.running.listen(js.Conn(), cfg.Stream); err != nil {
+		return nil, fmt.Errorf("jetstream runner: listen for cancels: %w", err)
 	}
 	if r.log != nil {
 		ctx, cancel := context.WithTimeout(ctx, setupAttempt)
@@ -393,15 +399,16 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 	}
 	rec, _, err := r.load(ctx, id)
 	if errors.Is(err, jobs.ErrNotFound) {
-		return r.waiting(ctx, id)
+		rec, _, err = r.waiting(ctx, id)
 	}
 	return rec, err
 }
 
-// waiting reads a job that has no record yet from its message: a job
-// waiting in the stream (or whose first run has not written its record
-// yet) is queued.
-func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
+// waiting reads a job that has no record yet from its message, and
+// returns that message's stream sequence: a job waiting in the stream is
+// queued, one delivered running (its first run writes its record at its
+// end), one due later scheduled.
+func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	m, err := r.jobs.GetLastMsgForSubject(ctx, r.subject+id)
@@ -409,7 +416,7 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
 		return r.scheduled(ctx, id)
 	}
 	if err != nil {
-		return jobs.Record{}, storeError(err)
+		return jobs.Record{}, 0, storeError(err)
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
@@ -419,20 +426,20 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, error) {
 		// (which writes nothing before its end) is going on.
 		rec.State, rec.Attempts = jobs.Running, 1
 	}
-	return rec, nil
+	return rec, m.Sequence, nil
 }
 
 // scheduled reads a job due later from its schedule's message.
-func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, error) {
+func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, uint64, error) {
 	if !r.schedules {
-		return jobs.Record{}, jobs.ErrNotFound
+		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
 	m, err := r.jobs.GetLastMsgForSubject(ctx, r.atSubject+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return jobs.Record{}, jobs.ErrNotFound
+		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
 	if err != nil {
-		return jobs.Record{}, storeError(err)
+		return jobs.Record{}, 0, storeError(err)
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec)
@@ -440,7 +447,7 @@ func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, error) 
 	if at, ok := strings.CutPrefix(m.Header.Get(headerSchedule), "@at "); ok {
 		rec.RunAt, _ = time.Parse(time.RFC3339Nano, at)
 	}
-	return rec, nil
+	return rec, m.Sequence, nil
 }
 
 // delivered is the stream sequence the consumer has delivered up to,
@@ -579,7 +586,8 @@ func (r *Runner) ttl(st jobs.State) time.Duration {
 var errChanged = errors.New("job record changed meanwhile")
 
 // swap writes a record only if it is still at revision rev (0: only if it
-// does not exist), and returns the new revision; errChanged otherwise.
+// does not exist), with its state's TTL, and returns the new revision;
+// errChanged otherwise.
 func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -587,18 +595,17 @@ func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	var next uint64
-	if rev == 0 {
-		next, err = r.kv.Create(ctx, rec.ID, data)
-	} else {
-		next, err = r.kv.Update(ctx, rec.ID, data, rev)
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	if ttl := r.ttl(rec.State); ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
+	ack, err := r.js.Publish(ctx, r.bucketSubj+rec.ID, data, opts...)
 	var api *jetstream.APIError
 	switch {
 	case err == nil:
-		return next, nil
-	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch),
-		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		return ack.Sequence, nil
+	case errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
 		return 0, errChanged
 	}
 	return 0, storeError(err)

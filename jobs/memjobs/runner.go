@@ -2,6 +2,7 @@ package memjobs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -20,7 +21,43 @@ type Runner struct {
 	MaxTimeout     time.Duration // the longest a spec may give
 }
 
-var _ jobs.KeyedRunner = (*Runner)(nil)
+var (
+	_ jobs.KeyedRunner = (*Runner)(nil)
+	_ jobs.Canceler    = (*Runner)(nil)
+)
+
+// errCanceled ends a job's task when the job was canceled.
+var errCanceled = errors.New("job canceled")
+
+// Cancel implements jobs.Canceler: a queued job's task returns at once
+// when it starts, a running one's context is cancelled; the record says
+// canceled, whatever the task then ends in.
+func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, "", jobs.ErrNotFound
+	}
+	e, ok := r.Store.get(id)
+	if !ok {
+		return jobs.Record{}, "", jobs.ErrNotFound
+	}
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	rec := e.record()
+	switch {
+	case rec.State == jobs.Canceled:
+		return rec, rec.State, nil
+	case rec.State.Terminal():
+		return rec, rec.State, &jobs.EndedError{State: rec.State}
+	}
+	e.mu.Lock()
+	e.canceled = rec.State
+	cancel := e.cancel
+	e.mu.Unlock()
+	if cancel != nil {
+		cancel(errCanceled)
+	}
+	return e.record(), rec.State, nil
+}
 
 // Submit implements Runner.
 func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) {
@@ -38,6 +75,15 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 		return jobs.Record{}, err
 	}
 	t, err := r.Pool.TrySubmit(func(ctx context.Context) error {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		e.mu.Lock()
+		if e.canceled != "" {
+			e.mu.Unlock()
+			return errCanceled // canceled while queued: never runs
+		}
+		e.cancel = cancel
+		e.mu.Unlock()
 		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: spec.Kind, Attempt: 1}))
 		if err == nil {
 			e.mu.Lock()

@@ -1,6 +1,7 @@
 package memjobs
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -36,12 +37,21 @@ type entry struct {
 	key, req string     // the hash of its idempotency key, and of its request
 	task     *crew.Task // nil until submitted
 
-	mu     sync.Mutex
-	result json.RawMessage
+	mu       sync.Mutex
+	result   json.RawMessage
+	canceled jobs.State              // the state a cancel found it in; "" if none
+	cancel   context.CancelCauseFunc // ends its run, once it runs
 }
 
 func (e *entry) record() jobs.Record {
 	r := jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created}
+	e.mu.Lock()
+	was := e.canceled
+	e.mu.Unlock()
+	if was != "" {
+		r.State, r.Error, r.CanceledWhile = jobs.Canceled, "canceled while "+string(was), was
+		return r
+	}
 	if e.task == nil {
 		return r
 	}

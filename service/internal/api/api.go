@@ -104,7 +104,7 @@ func (a *API) Handler() http.Handler {
 	}
 	route("/v1/factorial", map[string]http.HandlerFunc{http.MethodPost: a.factorial})
 	route("/v1/jobs", map[string]http.HandlerFunc{http.MethodPost: a.postJob})
-	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob})
+	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob, http.MethodDelete: a.cancelJob})
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
@@ -361,15 +361,56 @@ func (a *API) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !jobs.ValidID(id) {
-		// Checked before any store is asked: an id goes into a NATS
-		// subject, and a long one would cost the connection.
-		a.fail(w, r, http.StatusNotFound, fmt.Sprintf("no job %s: a job id is %d lowercase hex digits", quoteShort(id), jobs.IDLen))
+	id, ok := a.jobID(w, r)
+	if !ok {
 		return
 	}
 	rec, err := a.Jobs.Get(r.Context(), id)
 	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
+		return
+	case errors.Is(err, jobs.ErrUnavailable):
+		a.unavailable(w, r, err)
+		return
+	case err != nil:
+		a.poolError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// jobID is the request's job id, or false with a 404 answered: an id is
+// checked before any store is asked, since it goes into a NATS subject and
+// a long one would cost the connection.
+func (a *API) jobID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !jobs.ValidID(id) {
+		a.fail(w, r, http.StatusNotFound, fmt.Sprintf("no job %s: a job id is %d lowercase hex digits", quoteShort(id), jobs.IDLen))
+		return "", false
+	}
+	return id, true
+}
+
+// cancelJob cancels a job not yet ended: 200 with its record (canceled,
+// and canceled_while the state it was in); the same again for a job
+// canceled already; 409 naming the state of one that has ended.
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	canceler, ok := a.Jobs.(jobs.Canceler)
+	if !ok {
+		a.fail(w, r, http.StatusNotImplemented, "cancel: not taken by this job store")
+		return
+	}
+	rec, _, err := canceler.Cancel(r.Context(), id)
+	var ended *jobs.EndedError
+	switch {
+	case errors.As(err, &ended):
+		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s has ended: %s", id, ended.State))
+		return
 	case errors.Is(err, jobs.ErrNotFound):
 		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
 		return

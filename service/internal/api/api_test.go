@@ -216,6 +216,41 @@ func TestJobLifecycle(t *testing.T) {
 	if rec.body["state"] != "timed_out" || !strings.Contains(rec.body["error"].(string), "timed out") {
 		t.Fatalf("timed-out job record: %v", rec.body)
 	}
+	// DELETE cancels a running job, answers a second cancel the same, and
+	// 409 for an ended job, naming its state.
+	a = f.do(t, "POST", "/v1/jobs", `{"kind":"sleep","duration":"1m","timeout":"1m"}`)
+	id, _ = a.body["id"].(string)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if rec = f.do(t, "GET", "/v1/jobs/"+id, ""); rec.body["state"] == "running" {
+			break
+		}
+	}
+	first := f.do(t, "DELETE", "/v1/jobs/"+id, "")
+	second := f.do(t, "DELETE", "/v1/jobs/"+id, "")
+	if first.code != 200 || first.body["state"] != "canceled" || first.body["canceled_while"] != "running" ||
+		second.code != 200 || fmt.Sprint(second.body) != fmt.Sprint(first.body) {
+		t.Fatalf("DELETE a running job: %d %v, then %d %v", first.code, first.body, second.code, second.body)
+	}
+	if ended := f.do(t, "DELETE", "/v1/jobs/"+idOf(t, f), ""); ended.code != 409 || !strings.Contains(ended.body["error"].(string), "has ended: succeeded") {
+		t.Fatalf("DELETE an ended job: %d %v", ended.code, ended.body)
+	}
+	if unknown := f.do(t, "DELETE", "/v1/jobs/00000000000000ff", ""); unknown.code != 404 {
+		t.Fatalf("DELETE an unknown job: %d %v", unknown.code, unknown.body)
+	}
+}
+
+// idOf posts a factorial job and returns its id once it has succeeded.
+func idOf(t *testing.T, f *fixture) string {
+	t.Helper()
+	a := f.do(t, "POST", "/v1/jobs", `{"kind":"factorial","n":3}`)
+	id, _ := a.body["id"].(string)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if rec := f.do(t, "GET", "/v1/jobs/"+id, ""); rec.body["state"] == "succeeded" {
+			return id
+		}
+	}
+	t.Fatalf("job %s did not succeed", id)
+	return ""
 }
 
 // TestFullQueueAnswers503WithRetryAfter: load is shed with a status a

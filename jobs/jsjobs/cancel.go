@@ -1,0 +1,122 @@
+package jsjobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/nats-io/nats.go"
+)
+
+// Cancelling a job. The rule that keeps one terminal state, whoever writes
+// last: a job's end, its cancel and its retries are all written over the
+// revision of the record they read (swap), so of a cancel and an end that
+// race, the second finds the record changed, reads it ended, and gives way
+// (the end is acked without a write; the cancel answers the end's state).
+//
+// A job waiting (queued or scheduled) has its message deleted from the
+// stream, so that it never runs even past its record's retention; a
+// running job has its context cancelled on whichever process runs it,
+// told by a plain NATS message on <stream>-cancel.<id> that every runner
+// listens to (no store write: a runner that misses it, cut off, finds the
+// record canceled when it writes its end, and gives way).
+
+// errJobCanceled is the cause of a run's context ended by a cancel.
+var errJobCanceled = errors.New("job canceled")
+
+// runs are the jobs running here, by id, with what cancels each.
+type runs struct {
+	mu   sync.Mutex
+	byID map[string]context.CancelCauseFunc
+	sub  *nats.Subscription
+}
+
+// listen subscribes to the cancels of the jobs of stream.
+func (rs *runs) listen(nc *nats.Conn, stream string) error {
+	rs.byID = make(map[string]context.CancelCauseFunc)
+	sub, err := nc.Subscribe(stream+"-cancel.*", func(m *nats.Msg) {
+		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		rs.mu.Lock()
+		cancel := rs.byID[id]
+		rs.mu.Unlock()
+		if cancel != nil {
+			cancel(errJobCanceled)
+		}
+	})
+	rs.sub = sub
+	return err
+}
+
+// start registers a run of job id, cancelled by a cancel of the job.
+func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	rs.mu.Lock()
+	rs.byID[id] = cancel
+	rs.mu.Unlock()
+	return ctx, func() {
+		rs.mu.Lock()
+		delete(rs.byID, id)
+		rs.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Close stops listening for cancels; the jobs running here can then be
+// cancelled only through their records.
+func (r *Runner) Close() error {
+	if r.running.sub == nil {
+		return nil
+	}
+	return r.running.sub.Unsubscribe()
+}
+
+// Cancel implements jobs.Canceler.
+func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, "", jobs.ErrNotFound
+	}
+	if err := r.connected(); err != nil {
+		return jobs.Record{}, "", err
+	}
+	for range 5 {
+		rec, rev, err := r.load(ctx, id)
+		var seq uint64 // the waiting job's message, deleted once canceled
+		if errors.Is(err, jobs.ErrNotFound) {
+			rec, seq, err = r.waiting(ctx, id)
+		}
+		if err != nil {
+			return jobs.Record{}, "", err
+		}
+		switch {
+		case rec.State == jobs.Canceled:
+			return rec, rec.State, nil
+		case rec.State.Terminal():
+			return rec, rec.State, &jobs.EndedError{State: rec.State}
+		}
+		was := rec.State
+		rec.State, rec.Finished, rec.NextRun = jobs.Canceled, time.Now(), time.Time{}
+		rec.Error, rec.CanceledWhile = "canceled while "+string(was), was
+		if _, err := r.swap(ctx, rec, rev); errors.Is(err, errChanged) {
+			continue // an end or another cancel came first: read it again
+		} else if err != nil {
+			return jobs.Record{}, "", err
+		}
+		r.counts.canceled.Add(1)
+		r.cancels.WithLabelValues(string(was)).Inc()
+		if seq != 0 && was != jobs.Running {
+			// Never delivered: gone from the stream, it cannot run even
+			// once its record has expired. A failure leaves it to be acked
+			// unrun when delivered, as the record says canceled.
+			_ = r.jobs.DeleteMsg(context.WithoutCancel(ctx), seq)
+		}
+		if was == jobs.Running || was == jobs.Retrying || seq == 0 {
+			_ = r.js.Conn().Publish(r.stream+"-cancel."+id, nil)
+		}
+		return rec, was, nil
+	}
+	return jobs.Record{}, "", fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)
+}
