@@ -11,7 +11,9 @@
 #     base/dev/prod/keda builds, object by object (kinds, names, whole spec);
 #  4. terminationGracePeriodSeconds > crewd's shutdown timeout and delay in
 #     every rendered workload, and every port and target referenced by name
-#     resolves; bad manifests are rejected;
+#     resolves; every rendered nats.conf passes nats-server -t and its
+#     StatefulSet's grace period covers lame duck mode; bad manifests are
+#     rejected;
 #  5. kube-score on every render (ignored tests: deploy/README.md);
 #  6. every PromQL expression (dashboard, PrometheusRule, KEDA queries,
 #     prometheus-adapter rules) parses (promtool); the rules' alerts fire as
@@ -90,14 +92,14 @@ expect_failure() {
 step "1. tools"
 BIN=$("$DEPLOY/install-tools.sh" | tail -n1)
 export PATH="$BIN:$PATH"
-for t in helm kustomize kube-score kubectl kube-apiserver etcd promtool jq yq openssl curl; do
+for t in helm kustomize kube-score kubectl kube-apiserver etcd nats-server promtool jq yq openssl curl; do
   command -v "$t" >/dev/null || die "$t is missing"
 done
-printf '  helm %s, kustomize %s, kube-score %s, kubectl %s, kube-apiserver %s, etcd %s, promtool %s\n' \
+printf '  helm %s, kustomize %s, kube-score %s, kubectl %s, kube-apiserver %s, etcd %s, nats-server %s, promtool %s\n' \
   "$(helm version --short)" "$(kustomize version)" "$(kube-score version | awk '{print $3}' | tr -d ,)" \
   "$(kubectl version --client -o json | jq -r .clientVersion.gitVersion)" \
   "$(kube-apiserver --version | awk '{print $2}')" "$(etcd --version | awk '/etcd Version/ {print $3}')" \
-  "$(promtool --version 2>&1 | awk 'NR==1 {print $3}')"
+  "$(nats-server --version | awk '{print $2}')" "$(promtool --version 2>&1 | awk 'NR==1 {print $3}')"
 pass "tools: pinned versions present in $BIN"
 
 # ---------------------------------------------------------------------------
@@ -256,7 +258,7 @@ pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (sa
 
 # ---------------------------------------------------------------------------
 step "4. grace period > crewd's shutdown timeout and delay"
-grace_check() { docs "$1" | jq -s -r -f "$DEPLOY/checks/grace.jq"; }
+grace_check() { docs "$1" | jq -s -r -L "$DEPLOY/checks" -f "$DEPLOY/checks/grace.jq"; }
 n=0
 for f in "$R"/*.yaml; do
   out=$(grace_check "$f")
@@ -302,6 +304,53 @@ out=$(egress_check "$DEPLOY/testdata/bad-egress.yaml")
 ok "rejected: testdata/bad-egress.yaml, both Deployments:"
 sed 's/^/        /' <<<"$out"
 pass "traces: $n tracing crewd containers may reach their collector's port and DNS through their NetworkPolicy; a policy without the port, and one without DNS, are rejected"
+
+# ---------------------------------------------------------------------------
+step "4d. NATS: every rendered nats.conf passes nats-server -t, and its pod's grace period covers lame duck mode"
+# nats_confs FILE DIR: each ConfigMap's nats.conf in FILE written to
+# DIR/<ConfigMap>.conf; prints the paths.
+nats_confs() {
+  mkdir -p "$2"
+  docs "$1" | jq -c 'select(.kind == "ConfigMap" and (.data["nats.conf"]? | type) == "string") | {name: .metadata.name, conf: .data["nats.conf"]}' |
+    while read -r cm; do
+      jq -r .conf <<<"$cm" >"$2/$(jq -r .name <<<"$cm").conf"
+      echo "$2/$(jq -r .name <<<"$cm").conf"
+    done
+}
+# nats_test CONF: the server's own parse of the file (-t: syntax, option
+# values such as lame_duck_duration's 30 s minimum), with the variable the
+# StatefulSet gives each server.
+nats_test() { POD_NAME=crewd-nats-0 nats-server -t -c "$1"; }
+nats_grace_check() { docs "$1" | jq -s -r -L "$DEPLOY/checks" -f "$DEPLOY/checks/nats.jq"; }
+# The five-server cluster is rendered here only, for its config.
+helm template crewd "$CHART" --kube-version "$KUBE_VERSION" --namespace crewd-check --set nats.replicas=5 >"$WORK/helm-nats-5.yaml"
+nconf=0 nsts=0
+for f in "$R"/*.yaml "$WORK/helm-nats-5.yaml"; do
+  name=$(basename "$f" .yaml)
+  mapfile -t confs < <(nats_confs "$f" "$WORK/nats/$name")
+  for c in "${confs[@]}"; do
+    out=$(nats_test "$c" 2>&1) || { printf '%s\n' "$out" >&2; die "nats-server -t: $name, $(basename "$c")"; }
+    nconf=$((nconf + 1))
+  done
+  out=$(nats_grace_check "$f")
+  [ "${#confs[@]}" -eq "$(grep -c . <<<"$out" || true)" ] || { printf '%s\n' "$out" >&2; die "nats: $name has ${#confs[@]} nats.conf but $(grep -c . <<<"$out" || true) StatefulSets mounting one"; }
+  if grep -q '^FAIL' <<<"$out"; then printf '%s\n' "$out" >&2; die "nats: $name"; fi
+  [ "${#confs[@]}" -gt 0 ] || continue
+  nsts=$((nsts + ${#confs[@]}))
+  ok "$name: nats-server -t: valid; ${out#ok }"
+done
+[ "$nconf" -ge 8 ] || die "nats: want the bundled cluster in at least 8 renders, found $nconf configs"
+out=$(nats_test "$DEPLOY/compose/nats/nats.conf" 2>&1) || { printf '%s\n' "$out" >&2; die "nats-server -t: compose/nats/nats.conf"; }
+ok "compose/nats/nats.conf: nats-server -t: valid"
+mapfile -t confs < <(nats_confs "$DEPLOY/testdata/bad-nats.yaml" "$WORK/nats/bad")
+[ "${#confs[@]}" -eq 3 ] || die "nats: testdata/bad-nats.yaml must hold three nats.conf, found ${#confs[@]}"
+expect_failure "testdata/bad-nats.yaml, lame_duck_duration 20s (nats-server -t)" 'invalid lame_duck_duration of 20s, minimum is 30 seconds' \
+  nats_test "$WORK/nats/bad/lame-duck-20s.conf"
+out=$(nats_grace_check "$DEPLOY/testdata/bad-nats.yaml")
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; die "nats: testdata/bad-nats.yaml must fail the grace check twice"; }
+ok "rejected: testdata/bad-nats.yaml, the grace check:"
+grep '^FAIL' <<<"$out" | sed 's/^/        /'
+pass "nats: $nconf rendered nats.conf (every render with the bundled cluster, and 5 servers) and compose's pass nats-server $(nats-server --version | awk '{print $2}') -t; $nsts StatefulSets' grace periods exceed lame_duck_duration by 10 s; lame_duck_duration 20s (nats-server -t), a grace period of 30 s and a lame duck grace period not below the duration are rejected"
 
 # ---------------------------------------------------------------------------
 step "5. kube-score"

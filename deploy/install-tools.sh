@@ -11,7 +11,8 @@
 #
 # Usage: deploy/install-tools.sh            (everything)
 #        deploy/install-tools.sh apiserver  (some: base helm kustomize
-#                                            kube-score etcd apiserver kubectl crds)
+#                                            kube-score etcd apiserver kubectl crds
+#                                            nats-server)
 set -euo pipefail
 
 # ---- pins -------------------------------------------------------------
@@ -22,6 +23,7 @@ K8S_VERSION=v1.34.1             # k8s.io/kubernetes: kube-apiserver and kubectl
 K8S_STAGING_VERSION=v0.34.1     # the k8s.io/* staging modules of that release
 KEDA_VERSION=v2.21.0            # github.com/kedacore/keda/v2: CRDs only
 PROM_OPERATOR_VERSION=v0.85.0   # github.com/prometheus-operator/prometheus-operator: CRDs only
+NATS_SERVER_VERSION=v2.15.2     # github.com/nats-io/nats-server/v2: nats-server -t, and the image of compose/
 
 CACHE=${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}
 BIN=$CACHE/bin
@@ -46,6 +48,7 @@ has() {
     kube-score) out=$("$BIN/kube-score" version 2>/dev/null) ;;
     kube-apiserver) out=$("$BIN/kube-apiserver" --version 2>/dev/null) ;;
     kubectl) out=$("$BIN/kubectl" version --client 2>/dev/null) ;;
+    nats-server) out=$("$BIN/nats-server" --version 2>/dev/null) ;;
     *) out= ;;
   esac
   [[ $out == *"$2"* ]]
@@ -187,6 +190,15 @@ install_kubectl() {
   mv "$BIN/kubectl.tmp" "$BIN/kubectl"
 }
 
+# nats-server: check.sh tests every rendered nats.conf with it (-t), and
+# compose/build-images.sh puts the same binary into its scratch image:
+# static, so it runs in an image with nothing else. About 45 s to build.
+install_nats_server() {
+  if has nats-server "nats-server: $NATS_SERVER_VERSION"; then return; fi
+  log "go install nats-server $NATS_SERVER_VERSION"
+  CGO_ENABLED=0 go install -trimpath -ldflags '-s -w' "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
+}
+
 # CRDs of the operators the chart can target, from their Go module zips
 # (the proxy serves them; nothing from GitHub or a registry).
 install_crds() {
@@ -210,7 +222,7 @@ install_crds() {
 
 command -v go >/dev/null || { log "go is not on PATH (expected /usr/local/go/bin)"; exit 1; }
 if [ $# -eq 0 ]; then
-  set -- base helm kustomize kube-score etcd crds kubectl apiserver
+  set -- base helm kustomize kube-score etcd crds nats-server kubectl apiserver
 fi
 for t in "$@"; do
   case $t in
@@ -222,6 +234,7 @@ for t in "$@"; do
     apiserver) install_apiserver ;;
     kubectl) install_kubectl ;;
     crds) install_crds ;;
+    nats-server) install_nats_server ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

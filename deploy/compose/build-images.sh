@@ -8,14 +8,14 @@
 #                 on scratch, with otelcol/config.yaml (otelcol/Dockerfile)
 # The nats-server and collector binaries are kept in
 #   ${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin
-# and rebuilt only when their pin changes (nats-server's version, the
-# builder manifest): about 45 s and 2 minutes when built.
+# and rebuilt only when their pin changes (nats-server's version in
+# ../install-tools.sh, the builder manifest): about 45 s and 2 minutes when
+# built.
 # Usage: deploy/compose/build-images.sh [CREWD_TAG [NATS_TAG [OTELCOL_TAG]]]
 #        (default crewd:dev crew-nats:dev crew-otelcol:dev, the compose
 #        file's defaults; a tag "-" skips that image)
 set -euo pipefail
 cd "$(dirname "$0")"
-NATS_SERVER_VERSION=v2.15.2   # github.com/nats-io/nats-server/v2
 OTELCOL_BUILDER_VERSION=v0.165.0  # go.opentelemetry.io/collector/cmd/builder
 crewd_tag="${1:-crewd:dev}"
 nats_tag="${2:-crew-nats:dev}"
@@ -25,13 +25,9 @@ if ! command -v docker >/dev/null 2>&1 || ! docker info >/dev/null 2>&1; then
   exit 1
 fi
 
-bin="${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}/bin"
-mkdir -p "$bin"
-if ! [ -x "$bin/nats-server" ] || [ "$("$bin/nats-server" --version 2>/dev/null)" != "nats-server: $NATS_SERVER_VERSION" ]; then
-  echo "build-images: go install nats-server $NATS_SERVER_VERSION" >&2
-  CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOWORK=off GOBIN="$bin" \
-    go install -trimpath -ldflags '-s -w' "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
-fi
+# nats-server: the one deploy/check.sh tests the rendered configs with,
+# pinned in install-tools.sh (static, CGO_ENABLED=0).
+bin=$(../install-tools.sh nats-server | tail -n1)
 
 # The collector: the builder writes a main package for the manifest's
 # components; its go.mod is then tidied with -e, because the proxy lacks
