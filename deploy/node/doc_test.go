@@ -8,7 +8,10 @@
 // crewd pods through the PodDisruptionBudget (eviction API), and the pod
 // of the jobs stream's leader deleted. Every job answered 202 must end
 // succeeded, and no crewd replica the fault did not touch may go more than
-// 5 s without answering a read.
+// 5 s without answering a read. A deleted crewd pod must exit 0 and be
+// gone at least 3 s before its grace period ends, also when its jobs
+// outlast its shutdown timeout and its traces' final flush waits on a
+// collector that never answers (the test runs one).
 //
 // It runs only with CREW_NODE_TEST=1, in the node's network namespace with
 // KUBECONFIG set (deploy/node/node-test.sh does both); otherwise it skips.

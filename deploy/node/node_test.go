@@ -40,12 +40,14 @@ var installArgs = []string{
 
 // settings: NODE_RATE (jobs/s through the Service, 20), NODE_SETTLE (how
 // long after the load every job must have succeeded, 2m), NODE_HELM_ARGS
-// (more helm arguments, split at spaces, after the test's own: how the
-// test is shown to fail on a broken install).
+// (more helm arguments, split at spaces, after the test's own) and
+// NODE_CHART (another chart directory than deploy/helm/crewd): how the test
+// is shown to fail on a broken install.
 type settings struct {
 	rate     int
 	settle   time.Duration
 	helmArgs []string
+	chart    string
 }
 
 func readSettings(t *testing.T) settings {
@@ -65,6 +67,10 @@ func readSettings(t *testing.T) settings {
 		s.settle = d
 	}
 	s.helmArgs = strings.Fields(os.Getenv("NODE_HELM_ARGS"))
+	s.chart = os.Getenv("NODE_CHART")
+	if s.chart == "" {
+		s.chart = filepath.Join("..", "helm", "crewd")
+	}
 	return s
 }
 
@@ -92,7 +98,7 @@ func TestNode(t *testing.T) {
 	}
 	collector := startCollector(t, nodeIP)
 	defer collector.close()
-	n := install(ctx, t, client, collector.url, set.helmArgs)
+	n := install(ctx, t, client, collector.url, set)
 	known := n.firstJob(ctx, t)
 	n.faults(ctx, t, set, known)
 	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
@@ -109,12 +115,13 @@ type nodeTest struct {
 // install installs the chart (helm --wait) into a namespace that enforces
 // the restricted Pod Security Standard, then waits for every pod Ready and
 // the jobs stream and the records' bucket at R3, their followers current.
-func install(ctx context.Context, t *testing.T, client *http.Client, collector string, extra []string) *nodeTest {
+func install(ctx context.Context, t *testing.T, client *http.Client, collector string, set settings) *nodeTest {
 	t0 := time.Now()
-	chart, err := filepath.Abs(filepath.Join("..", "helm", "crewd"))
+	chart, err := filepath.Abs(set.chart)
 	if err != nil {
 		t.Fatal(err)
 	}
+	extra := set.helmArgs
 	if _, err := kube(ctx, "get", "namespace", namespace); err == nil {
 		t.Fatalf("namespace %s exists: a release of an earlier run? (helm uninstall -n %s %s; kubectl delete namespace %s)", namespace, namespace, release, namespace)
 	}
@@ -127,6 +134,9 @@ func install(ctx context.Context, t *testing.T, client *http.Client, collector s
 	args := append([]string{"install", release, chart, "-n", namespace, "--wait", "--timeout", "6m"}, installArgs...)
 	// Every request and job traced, to a collector that never answers.
 	args = append(args, "--set", "crewd.tracing.endpoint="+collector, "--set-string", "crewd.tracing.sampleRatio=1")
+	if set.chart != filepath.Join("..", "helm", "crewd") {
+		t.Logf("the chart in %s (NODE_CHART)", chart)
+	}
 	if len(extra) > 0 {
 		t.Logf("more helm arguments (NODE_HELM_ARGS): %v", extra)
 		args = append(args, extra...)
@@ -305,6 +315,10 @@ func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known
 	sleep(ctx, 5*time.Second)
 	stopLoad()
 	wg.Wait()
+
+	// 6. The longest stop: a pod whose jobs outlast crewd's shutdown
+	// timeout, its traces' final flush stalled.
+	n.longStop(ctx, t, l)
 	t.Logf("submitted %d jobs in %.0fs through the Service: %d accepted (202), %d of them on a second or third try; refused: %s",
 		l.submitted.Load(), time.Since(start).Seconds(), len(l.accepted), l.retried, summary(l.refused))
 	if len(l.accepted) < int(l.submitted.Load())*9/10 {
@@ -463,6 +477,79 @@ func watchPod(ctx context.Context, name string) *podWatch {
 	return w
 }
 
+// stopMargin is how long before the kubelet's SIGKILL a deleted pod must be
+// gone: a stop that ends a second before it is a race, lost on a busy node.
+const stopMargin = 3 * time.Second
+
+// longStop posts jobs that outlast crewd's shutdown timeout (40 s sleeps,
+// 60 s timeouts), deletes a pod that runs one, and requires it to exit 0
+// in time (stopped): its stop uses the whole timeout (the jobs cancelled
+// at the deadline and handed back), then its traces' final flush waits on
+// the stalled collector for its bound. The jobs are awaited with the load's.
+func (n *nodeTest) longStop(ctx context.Context, t *testing.T, l *load) {
+	t0 := time.Now()
+	for range 6 {
+		id, why := l.post(ctx, []byte(`{"kind":"sleep","duration":"40s","timeout":"60s"}`))
+		if id == "" {
+			t.Fatalf("a long job refused: %s", why)
+		}
+		l.mu.Lock()
+		l.accepted = append(l.accepted, accepted{ID: id, At: time.Now()})
+		l.mu.Unlock()
+	}
+	var victim string
+	waitFor(ctx, t, 30*time.Second, "a crewd pod running a long job", func() (bool, string) {
+		ps, err := readyPods(ctx, namespace, crewdSelector)
+		if err != nil {
+			return false, err.Error()
+		}
+		var busy []string
+		for _, p := range names(ps) {
+			b, err := workersBusy(ctx, n.client, ps[p])
+			busy = append(busy, fmt.Sprintf("%s %d (%v)", p, b, err))
+			if b > 0 {
+				victim = p
+				return true, ""
+			}
+		}
+		return false, strings.Join(busy, ", ")
+	})
+	w := watchPod(ctx, victim)
+	deleted := time.Now()
+	if _, err := kube(ctx, "-n", namespace, "delete", "pod", victim, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted pod %s while it ran jobs that outlast its shutdown timeout", victim)
+	n.stopped(ctx, t, w, deleted)
+	waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+	phase(t, "the longest stop: 6 jobs of 40 s, a pod running them deleted", t0)
+}
+
+// workersBusy reads crew_workers_busy from a crewd's /metrics.
+func workersBusy(ctx context.Context, client *http.Client, ip string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+":9090/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), `crew_workers_busy{pool="crewd"} `); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("no crew_workers_busy on %s", ip)
+}
+
 // stopped requires a deleted crewd pod's container to have exited by
 // itself (code 0), and the pod to be gone, within its grace period:
 // crewd's whole stop fits in it, the final flush of its traces to a
@@ -487,8 +574,8 @@ func (n *nodeTest) stopped(ctx context.Context, t *testing.T, w *podWatch, delet
 		t.Errorf("the deleted pod's last state has no terminated crewd container")
 	case *w.exit != 0:
 		t.Errorf("the deleted pod's crewd exited with code %d (%s), the pod gone %.1fs after the delete (grace period %ds): killed, not stopped", *w.exit, w.reason, took, w.grace)
-	case w.grace < 0 || took >= float64(w.grace):
-		t.Errorf("the deleted pod was gone %.1fs after the delete, not within its grace period (%ds)", took, w.grace)
+	case w.grace < 0 || took > float64(w.grace)-stopMargin.Seconds():
+		t.Errorf("the deleted pod was gone %.1fs after the delete: not %v before the kubelet's SIGKILL at its grace period (%ds)", took, stopMargin, w.grace)
 	default:
 		t.Logf("the deleted pod's crewd exited 0 (%s); the pod was gone %.1fs after the delete, within its grace period of %ds", w.reason, took, w.grace)
 	}
