@@ -12,7 +12,12 @@
 # minutes), both where a Docker engine answers, and deploy/check.sh (Helm,
 # kustomize, kube-score, promtool, and every object applied to a real
 # kube-apiserver with --dry-run=server; its tools are built once and
-# cached: about 10 minutes the first time).
+# cached: about 10 minutes the first time), and the chart on a real
+# one-node Kubernetes (deploy/node/node-test.sh: the node built from
+# source, helm install, a job through the Service, pod delete, rollout,
+# scale, drain through the PDB and the NATS leader's pod deleted under a
+# steady load; about 5 minutes warm, 5 more the first time; skipped with
+# its reason where the machine cannot run the node).
 # Usage: ./test.sh            (everything)
 #        ./test.sh prom bench (some modules, by directory; nothing else)
 # The core alone, fast on a cold cache: go test -race .
@@ -53,4 +58,6 @@ if [ $# -eq 0 ]; then
   deploy/compose/cluster-test.sh
   echo "== deploy: the Kubernetes files, against a real kube-apiserver"
   deploy/check.sh
+  echo "== deploy: the chart on a real one-node Kubernetes, through faults under load"
+  deploy/node/node-test.sh
 fi

@@ -160,6 +160,8 @@ expect_failure "helm: KEDA from zero pods on the prometheus trigger alone" 'minR
   helm template crewd "$CHART" --set autoscaling.hpa.enabled=false --set autoscaling.keda.enabled=true --set autoscaling.keda.minReplicas=0 --set autoscaling.keda.natsJetStream.enabled=false
 expect_failure "helm: grace period 25 with shutdownTimeout 25s" 'terminationGracePeriodSeconds \(25\) must be larger than crewd.shutdownTimeout \(25s\)' \
   helm template crewd "$CHART" --set terminationGracePeriodSeconds=25
+expect_failure "helm: traces on, grace period 30 with shutdownTimeout 25s (no room for the final flush)" 'must be larger than crewd.shutdownTimeout \(25s\) \+ 5s with crewd.tracing.endpoint set' \
+  helm template crewd "$CHART" --set crewd.tracing.endpoint=http://c:4318 --set terminationGracePeriodSeconds=30
 expect_failure "helm: shutdownTimeout not a Go duration" 'crewd.shutdownTimeout = "25" is not a Go duration' \
   helm template crewd "$CHART" --set-string crewd.shutdownTimeout=25
 expect_failure "helm: shutdownDelay not shorter than shutdownTimeout" 'must be longer than crewd.shutdownDelay' \
@@ -268,10 +270,10 @@ for f in "$R"/*.yaml; do
   ok "$(basename "$f" .yaml): ${out#ok }"
 done
 out=$(grace_check "$DEPLOY/testdata/bad-grace.yaml")
-[ "$(grep -c '^FAIL' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; die "grace: testdata/bad-grace.yaml must fail twice"; }
-ok "rejected: testdata/bad-grace.yaml, both Deployments:"
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 3 ] || { printf '%s\n' "$out" >&2; die "grace: testdata/bad-grace.yaml must fail three times"; }
+ok "rejected: testdata/bad-grace.yaml, all three Deployments:"
 sed 's/^/        /' <<<"$out"
-pass "grace: $n crewd containers in $(ls "$R" | wc -l) renders have terminationGracePeriodSeconds > shutdown timeout and delay; a bad manifest (20 < 25s; default 30 < 1m) is rejected"
+pass "grace: $n crewd containers in $(ls "$R" | wc -l) renders have terminationGracePeriodSeconds > shutdown timeout (+ 5 s with traces on) and delay; a bad manifest (20 < 25s; default 30 < 1m; traces on with 30 = 25s + 5) is rejected"
 
 step "4b. references: ports and targets named in one object exist in another"
 refs_check() { docs "$1" | jq -s -r -f "$DEPLOY/checks/refs.jq"; }

@@ -12,7 +12,11 @@
 # Usage: deploy/install-tools.sh            (everything)
 #        deploy/install-tools.sh apiserver  (some: base helm kustomize
 #                                            kube-score etcd apiserver kubectl crds
-#                                            nats-server)
+#                                            nats-server node)
+#        node: what node/node.sh runs besides etcd, kube-apiserver and
+#        kubectl: kubelet kube-proxy kube-controller-manager kube-scheduler
+#        (bin/), the CNI plugins (cni/bin/, kept off PATH: one is named
+#        bridge), coredns (bin/).
 set -euo pipefail
 
 # ---- pins -------------------------------------------------------------
@@ -24,6 +28,11 @@ K8S_STAGING_VERSION=v0.34.1     # the k8s.io/* staging modules of that release
 KEDA_VERSION=v2.21.0            # github.com/kedacore/keda/v2: CRDs only
 PROM_OPERATOR_VERSION=v0.85.0   # github.com/prometheus-operator/prometheus-operator: CRDs only
 NATS_SERVER_VERSION=v2.15.2     # github.com/nats-io/nats-server/v2: nats-server -t, and the image of compose/
+# node/node.sh's one-node cluster: the kubelet, kube-proxy, the controller
+# manager and the scheduler of K8S_VERSION, and:
+CNI_PLUGINS_VERSION=v1.10.0     # github.com/containernetworking/plugins: bridge, host-local, loopback, portmap
+COREDNS_VERSION=v1.15.0         # github.com/coredns/coredns, with COREDNS_PLUGINS only
+COREDNS_PLUGINS="errors health ready kubernetes metrics forward cache loop reload loadbalance log"
 
 CACHE=${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}
 BIN=$CACHE/bin
@@ -49,6 +58,8 @@ has() {
     kube-apiserver) out=$("$BIN/kube-apiserver" --version 2>/dev/null) ;;
     kubectl) out=$("$BIN/kubectl" version --client 2>/dev/null) ;;
     nats-server) out=$("$BIN/nats-server" --version 2>/dev/null) ;;
+    kubelet | kube-proxy | kube-controller-manager | kube-scheduler) out=$("$BIN/$1" --version 2>/dev/null) ;;
+    coredns) out="$("$BIN/coredns" -version 2>/dev/null | head -n1) $(cat "$BIN/coredns.plugins" 2>/dev/null)" ;;
     *) out= ;;
   esac
   [[ $out == *"$2"* ]]
@@ -142,17 +153,22 @@ k8s_module() {
     echo ")"
     echo
     echo "tool ("
-    echo "	k8s.io/kubernetes/cmd/kube-apiserver"
-    echo "	k8s.io/kubernetes/cmd/kubectl"
+    for m in "${K8S_COMMANDS[@]}"; do echo "	k8s.io/kubernetes/cmd/$m"; done
     echo ")"
   } >"$dir/go.mod"
   (cd "$dir" && go mod tidy)
 }
 
-# k8s_dir: that module's directory, kept in the cache (made once; a
-# half-made one is never kept).
+# The commands it builds.
+K8S_COMMANDS=(kube-apiserver kubectl kubelet kube-proxy kube-controller-manager kube-scheduler)
+
+# k8s_dir: that module's directory, kept in the cache (made once, again
+# when it lacks one of K8S_COMMANDS; a half-made one is never kept).
 k8s_dir() {
-  local dir=$CACHE/k8s-tools-$K8S_VERSION
+  local dir=$CACHE/k8s-tools-$K8S_VERSION m
+  for m in "${K8S_COMMANDS[@]}"; do
+    grep -q "k8s.io/kubernetes/cmd/$m\$" "$dir/go.mod" 2>/dev/null || rm -f "$dir/go.sum"
+  done
   if [ ! -f "$dir/go.sum" ]; then
     log "preparing a module for k8s.io/kubernetes $K8S_VERSION in $dir"
     rm -rf "$dir" "$dir.tmp" && mkdir -p "$dir.tmp"
@@ -188,6 +204,63 @@ install_kubectl() {
   log "building kubectl $K8S_VERSION"
   (cd "$dir" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl)
   mv "$BIN/kubectl.tmp" "$BIN/kubectl"
+}
+
+# The node's Kubernetes daemons, built together (they share most of their
+# packages with each other and with kube-apiserver).
+install_node_k8s() {
+  local need=() m dir
+  for m in kubelet kube-proxy kube-controller-manager kube-scheduler; do
+    has "$m" "Kubernetes $K8S_VERSION" || need+=("$m")
+  done
+  [ ${#need[@]} -gt 0 ] || return 0
+  dir=$(k8s_dir)
+  log "building ${need[*]} $K8S_VERSION"
+  rm -rf "$BIN/.k8s-tmp" && mkdir -p "$BIN/.k8s-tmp"
+  (cd "$dir" && go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/.k8s-tmp/" "${need[@]/#/k8s.io/kubernetes/cmd/}")
+  for m in "${need[@]}"; do mv "$BIN/.k8s-tmp/$m" "$BIN/$m"; done
+  rmdir "$BIN/.k8s-tmp"
+}
+
+# The CNI plugins the node's conflist names, in cni/bin (a stamp file says
+# which version).
+install_cni() {
+  local dir=$CACHE/cni/bin p
+  [ "$(cat "$dir/.version" 2>/dev/null)" = "$CNI_PLUGINS_VERSION" ] && return 0
+  log "go install CNI plugins $CNI_PLUGINS_VERSION"
+  mkdir -p "$dir"
+  local pkgs=()
+  for p in main/bridge main/loopback ipam/host-local meta/portmap; do
+    pkgs+=("github.com/containernetworking/plugins/plugins/$p@$CNI_PLUGINS_VERSION")
+  done
+  CGO_ENABLED=0 GOBIN=$dir go install -trimpath -ldflags "-s -w" "${pkgs[@]}"
+  echo "$CNI_PLUGINS_VERSION" >"$dir/.version"
+}
+
+# CoreDNS with the plugins a cluster's DNS needs (COREDNS_PLUGINS), not
+# the dozens of cloud backends of its own build: a main package of a
+# throwaway module, static (it runs on scratch).
+install_coredns() {
+  if has coredns "CoreDNS-${COREDNS_VERSION#v} $COREDNS_PLUGINS"; then return; fi
+  log "building CoreDNS $COREDNS_VERSION with: $COREDNS_PLUGINS"
+  local dir=$CACHE/coredns-build p
+  rm -rf "$dir" && mkdir -p "$dir"
+  {
+    echo "// Code generated by install-tools.sh. DO NOT EDIT."
+    echo "package main"
+    echo
+    echo "import ("
+    echo "	\"github.com/coredns/coredns/coremain\""
+    for p in $COREDNS_PLUGINS; do echo "	_ \"github.com/coredns/coredns/plugin/$p\""; done
+    echo ")"
+    echo
+    echo "func main() { coremain.Run() }"
+  } >"$dir/main.go"
+  printf 'module crew-deploy/coredns\n\ngo 1.26.0\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" >"$dir/go.mod"
+  (cd "$dir" && go mod tidy >&2 &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" -o "$BIN/coredns.tmp" .)
+  mv "$BIN/coredns.tmp" "$BIN/coredns"
+  echo "$COREDNS_PLUGINS" >"$BIN/coredns.plugins"
 }
 
 # nats-server: check.sh tests every rendered nats.conf with it (-t), and
@@ -235,6 +308,7 @@ for t in "$@"; do
     kubectl) install_kubectl ;;
     crds) install_crds ;;
     nats-server) install_nats_server ;;
+    node) install_node_k8s; install_cni; install_coredns ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

@@ -165,6 +165,9 @@ from the Deployment, so every render runs it.
 {{- if not (gt $grace $timeout) }}
 {{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownTimeout (%s): the kubelet would SIGKILL crewd before its own deadline, losing what its pool holds." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownTimeout) }}
 {{- end }}
+{{- if and .Values.crewd.tracing.endpoint (not (gt $grace (addf $timeout 5))) }}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownTimeout (%s) + 5s with crewd.tracing.endpoint set: after its stop crewd flushes the last spans for up to 5 s, and a collector that does not answer would keep it until the kubelet's SIGKILL." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownTimeout) }}
+{{- end }}
 {{- if not (gt $grace $delay) }}
 {{- fail (printf "terminationGracePeriodSeconds (%v) must be larger than crewd.shutdownDelay (%s)." .Values.terminationGracePeriodSeconds .Values.crewd.shutdownDelay) }}
 {{- end }}

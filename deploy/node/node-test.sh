@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The chart on a real node: brings node.sh's one-node cluster up, runs
+# TestNode (node_test.go: helm install, every pod Ready, the stream at R3,
+# a job through the Service, then faults under a steady load) in the
+# node's network namespace, and tears the node down, on a failure too
+# (KEEP_NODE=1 leaves it up to look at).
+# Where the machine cannot run the node (not root, no Docker engine, no
+# network namespaces...) it says why and exits 0: not run.
+# About 4 minutes of test after the node is up (2 minutes on a warm
+# cache; the first run builds its binaries: deploy/README.md).
+set -euo pipefail
+cd "$(dirname "$0")"
+if ! why=$(./node.sh check); then
+  echo "node-test: this machine cannot run the node ($(tr '\n' ';' <<<"$why" | sed 's/;$//')): not run"
+  exit 0
+fi
+t0=$SECONDS
+tmp=$(mktemp -d)
+cleanup() {
+  local rc=$?
+  if [ "${KEEP_NODE:-0}" = 1 ]; then
+    echo "node-test: the node is left up (KEEP_NODE=1): deploy/node/node.sh exec kubectl get pods -A; deploy/node/node.sh down" >&2
+  else
+    ./node.sh down || rc=1
+  fi
+  rm -rf "$tmp"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# Built outside the node's namespace (which has no route to the module
+# proxy), run inside it.
+go test -race -c -o "$tmp/node.test" .
+./node.sh up
+echo "node-test: node up after $((SECONDS - t0))s"
+CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode$'
+echo "node-test: passed in $((SECONDS - t0))s"

@@ -1,0 +1,671 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	namespace = "crewd"
+	release   = "crewd"
+	// The chart's labels: crewd's pods, the NATS servers'.
+	crewdSelector = "app.kubernetes.io/name=crewd,app.kubernetes.io/instance=" + release
+	natsSelector  = "app.kubernetes.io/name=nats,app.kubernetes.io/instance=" + release
+	nodeName      = "crew-node"
+)
+
+// installArgs are the values the test installs the chart with, and why:
+// the images node.sh imported; no HPA (the node has no metrics-server, and
+// the test scales by hand); three replicas; CPU requests that fit 2 cores
+// (3 crewd + 3 NATS + CoreDNS, and a surge pod during a rollout).
+var installArgs = []string{
+	"--set", "image.tag=node",
+	"--set", "nats.image.repository=crew-nats", "--set", "nats.image.tag=node",
+	"--set", "autoscaling.hpa.enabled=false", "--set", "replicaCount=3",
+	"--set", "resources.requests.cpu=100m", "--set", "nats.resources.requests.cpu=100m",
+}
+
+// settings: NODE_RATE (jobs/s through the Service, 20), NODE_SETTLE (how
+// long after the load every job must have succeeded, 2m), NODE_HELM_ARGS
+// (more helm arguments, split at spaces, after the test's own) and
+// NODE_CHART (another chart directory than deploy/helm/crewd): how the test
+// is shown to fail on a broken install.
+type settings struct {
+	rate     int
+	settle   time.Duration
+	helmArgs []string
+	chart    string
+}
+
+func readSettings(t *testing.T) settings {
+	s := settings{rate: 20, settle: 2 * time.Minute}
+	if v := os.Getenv("NODE_RATE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("NODE_RATE=%q: want a positive number", v)
+		}
+		s.rate = n
+	}
+	if v := os.Getenv("NODE_SETTLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("NODE_SETTLE=%q: want a positive duration", v)
+		}
+		s.settle = d
+	}
+	s.helmArgs = strings.Fields(os.Getenv("NODE_HELM_ARGS"))
+	s.chart = os.Getenv("NODE_CHART")
+	if s.chart == "" {
+		s.chart = filepath.Join("..", "helm", "crewd")
+	}
+	return s
+}
+
+func phase(t *testing.T, what string, since time.Time) {
+	t.Helper()
+	t.Logf("%-60s %6.1fs", what, time.Since(since).Seconds())
+}
+
+// TestNode: see the package documentation.
+func TestNode(t *testing.T) {
+	if os.Getenv("CREW_NODE_TEST") == "" {
+		t.Skip("the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes")
+	}
+	set := readSettings(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	transport := &http.Transport{MaxIdleConnsPerHost: 32}
+	client := &http.Client{Transport: transport}
+	defer transport.CloseIdleConnections()
+	began := time.Now()
+
+	nodeIP, err := kube(ctx, "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collector := startCollector(t, nodeIP)
+	defer collector.close()
+	n := install(ctx, t, client, collector.url, set)
+	known := n.firstJob(ctx, t)
+	n.faults(ctx, t, set, known)
+	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
+	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
+}
+
+// nodeTest is the installed release and where to reach it.
+type nodeTest struct {
+	client *http.Client
+	svc    string // the crewd Service: http://<cluster IP>:<port>
+	worst  time.Duration
+}
+
+// install installs the chart (helm --wait) into a namespace that enforces
+// the restricted Pod Security Standard, then waits for every pod Ready and
+// the jobs stream and the records' bucket at R3, their followers current.
+func install(ctx context.Context, t *testing.T, client *http.Client, collector string, set settings) *nodeTest {
+	t0 := time.Now()
+	chart, err := filepath.Abs(set.chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := set.helmArgs
+	if _, err := kube(ctx, "get", "namespace", namespace); err == nil {
+		t.Fatalf("namespace %s exists: a release of an earlier run? (helm uninstall -n %s %s; kubectl delete namespace %s)", namespace, namespace, release, namespace)
+	}
+	if _, err := kube(ctx, "create", "namespace", namespace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube(ctx, "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"install", release, chart, "-n", namespace, "--wait", "--timeout", "6m"}, installArgs...)
+	// Every request and job traced, to a collector that never answers.
+	args = append(args, "--set", "crewd.tracing.endpoint="+collector, "--set-string", "crewd.tracing.sampleRatio=1")
+	if set.chart != filepath.Join("..", "helm", "crewd") {
+		t.Logf("the chart in %s (NODE_CHART)", chart)
+	}
+	if len(extra) > 0 {
+		t.Logf("more helm arguments (NODE_HELM_ARGS): %v", extra)
+		args = append(args, extra...)
+	}
+	if out, err := run(ctx, "helm", args...); err != nil {
+		diagnose(ctx, t)
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+	phase(t, "helm install --wait (every Deployment and StatefulSet ready)", t0)
+
+	crewds := waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+	natses := waitPods(ctx, t, namespace, natsSelector, 3, 2*time.Minute)
+	t.Logf("crewd pods %v, NATS pods %v", names(crewds), names(natses))
+	leader := waitStreams(ctx, t, client, natsServers(ctx), 2*time.Minute)
+	phase(t, "the jobs stream and KV_jobs at R3, followers current, led by "+leader, t0)
+	ip, err := kube(ctx, "-n", namespace, "get", "service", release, "-o", "jsonpath={.spec.clusterIP}:{.spec.ports[?(@.name==\"http\")].port}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &nodeTest{client: client, svc: "http://" + ip}
+}
+
+// natsServers returns a function that lists the Ready NATS pods, name ->
+// IP (a deleted server's pod comes back with another IP).
+func natsServers(ctx context.Context) func() map[string]string {
+	return func() map[string]string {
+		m, _ := readyPods(ctx, namespace, natsSelector)
+		return m
+	}
+}
+
+// firstJob posts one job through the Service and waits until it has
+// succeeded; its id is the job the replicas are read for during faults.
+func (n *nodeTest) firstJob(ctx context.Context, t *testing.T) string {
+	t0 := time.Now()
+	l := &load{client: n.client, url: n.svc, refused: map[string]int{}}
+	var id, why string
+	waitFor(ctx, t, 30*time.Second, "a job accepted (202) through the Service "+n.svc, func() (bool, string) {
+		id, why = l.post(ctx, []byte(`{"kind":"sleep","duration":"100ms"}`))
+		return id != "", why
+	})
+	var s string
+	waitFor(ctx, t, 30*time.Second, "job "+id+" succeeded", func() (bool, string) {
+		var err error
+		s, err = state(ctx, n.client, n.svc, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s == "succeeded", "state " + s
+	})
+	phase(t, "a job through the Service "+n.svc+": 202, then succeeded", t0)
+	return id
+}
+
+// faultFor is how long the test lets a fault's effects run before it
+// measures the next.
+const faultFor = 10 * time.Second
+
+// faults runs a steady load of jobs through the Service and, one after
+// the other, the faults a Kubernetes cluster brings to a Deployment and a
+// StatefulSet; see the package documentation.
+func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known string) {
+	l := &load{client: n.client, url: n.svc, refused: map[string]int{}}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopLoad(); wg.Wait() }()
+	start := time.Now()
+	wg.Go(func() { l.run(loadCtx, set.rate, 16) })
+	sleep(ctx, 5*time.Second)
+	at := func() string {
+		return fmt.Sprintf("at %5.1fs (%5d submitted):", time.Since(start).Seconds(), l.submitted.Load())
+	}
+
+	// 1. A crewd pod deleted: SIGTERM, its grace period, a new pod.
+	n.fault(ctx, t, l, known, "delete of a crewd pod", func(before map[string]string) []string {
+		victim := names(before)[0]
+		w := watchPod(ctx, victim)
+		deleted := time.Now()
+		if _, err := kube(ctx, "-n", namespace, "delete", "pod", victim, "--wait=false"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s deleted pod %s", at(), victim)
+		n.stopped(ctx, t, w, deleted)
+		waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+		return []string{victim}
+	})
+
+	// 2. A rollout restart: every pod replaced, one by one.
+	n.fault(ctx, t, l, known, "rollout restart", func(before map[string]string) []string {
+		if _, err := kube(ctx, "-n", namespace, "rollout", "restart", "deployment/"+release); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube(ctx, "-n", namespace, "rollout", "status", "deployment/"+release, "--timeout", "5m"); err != nil {
+			t.Fatal(err)
+		}
+		waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+		t.Logf("%s rollout restart done", at())
+		return names(before)
+	})
+
+	// 3. Scaled 3 -> 1 -> 3.
+	n.fault(ctx, t, l, known, "scale 3 -> 1 -> 3", func(before map[string]string) []string {
+		if _, err := kube(ctx, "-n", namespace, "scale", "deployment/"+release, "--replicas", "1"); err != nil {
+			t.Fatal(err)
+		}
+		one := waitPods(ctx, t, namespace, crewdSelector, 1, 2*time.Minute)
+		t.Logf("%s scaled down to %v", at(), names(one))
+		sleep(ctx, faultFor/2)
+		if _, err := kube(ctx, "-n", namespace, "scale", "deployment/"+release, "--replicas", "3"); err != nil {
+			t.Fatal(err)
+		}
+		waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+		t.Logf("%s scaled up to 3", at())
+		var gone []string
+		for p := range before {
+			if _, ok := one[p]; !ok {
+				gone = append(gone, p)
+			}
+		}
+		return gone
+	})
+
+	// 4. A drain of the node's crewd pods, through the eviction API and
+	// the PodDisruptionBudget (maxUnavailable 1). On one node the drain
+	// cordons the only node, so an evicted pod's replacement cannot be
+	// scheduled and the budget must refuse every further eviction until
+	// the node is uncordoned.
+	n.fault(ctx, t, l, known, "drain through the PodDisruptionBudget", func(before map[string]string) []string {
+		out, err := kube(ctx, "drain", nodeName, "--pod-selector", crewdSelector, "--delete-emptydir-data", "--ignore-daemonsets", "--timeout", "25s")
+		if err == nil {
+			t.Errorf("kubectl drain completed on a one-node cluster: the PodDisruptionBudget let every crewd pod go\n%s", out)
+		} else if !strings.Contains(err.Error(), "disruption budget") {
+			t.Errorf("kubectl drain failed, but not on the PodDisruptionBudget: %v", err)
+		}
+		left, _ := readyPods(ctx, namespace, crewdSelector)
+		var evicted []string
+		for p := range before {
+			if _, ok := left[p]; !ok {
+				evicted = append(evicted, p)
+			}
+		}
+		t.Logf("%s drain (node cordoned): evicted %v; then %s", at(), evicted, drainEnd(err))
+		if len(evicted) != 1 {
+			t.Errorf("drain evicted %d crewd pods (%v), want exactly 1 (PodDisruptionBudget maxUnavailable 1)", len(evicted), evicted)
+		}
+		if _, err := kube(ctx, "uncordon", nodeName); err != nil {
+			t.Fatal(err)
+		}
+		waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+		t.Logf("%s uncordoned: 3 crewd pods Ready", at())
+		return evicted
+	})
+
+	// 5. The pod of the jobs stream's leader deleted.
+	n.fault(ctx, t, l, known, "delete of the jobs stream leader's pod", func(before map[string]string) []string {
+		leader := waitStreams(ctx, t, n.client, natsServers(ctx), 2*time.Minute)
+		servers := natsServers(ctx)()
+		ips, err := clientIPs(ctx, n.client, servers[leader], "crewd")
+		var on []string
+		for p, ip := range before {
+			if err != nil || slices.Contains(ips, ip) {
+				on = append(on, p)
+			}
+		}
+		if _, err := kube(ctx, "-n", namespace, "delete", "pod", leader, "--wait=false"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s deleted pod %s, the jobs stream's leader (crewd pods connected to it: %v)", at(), leader, on)
+		sleep(ctx, faultFor)
+		waitPods(ctx, t, namespace, natsSelector, 3, 3*time.Minute)
+		now := waitStreams(ctx, t, n.client, natsServers(ctx), 3*time.Minute)
+		t.Logf("%s %s back; the stream led by %s, followers current", at(), leader, now)
+		return on
+	})
+
+	sleep(ctx, 5*time.Second)
+	stopLoad()
+	wg.Wait()
+
+	// 6. The longest stop: a pod whose jobs outlast crewd's shutdown
+	// timeout, its traces' final flush stalled.
+	n.longStop(ctx, t, l)
+	t.Logf("submitted %d jobs in %.0fs through the Service: %d accepted (202), %d of them on a second or third try; refused: %s",
+		l.submitted.Load(), time.Since(start).Seconds(), len(l.accepted), l.retried, summary(l.refused))
+	if len(l.accepted) < int(l.submitted.Load())*9/10 {
+		t.Errorf("only %d of %d jobs accepted", len(l.accepted), l.submitted.Load())
+	}
+	t0 := time.Now()
+	actx, acancel := context.WithTimeout(ctx, set.settle)
+	defer acancel()
+	pending := l.await(actx, 16)
+	if len(pending) > 0 {
+		var some []string
+		for id, s := range pending {
+			if len(some) < 10 {
+				some = append(some, fmt.Sprintf("%s (%q)", id, s))
+			}
+		}
+		t.Errorf("%d of %d accepted jobs not succeeded %v after the load: %s", len(pending), len(l.accepted), set.settle, strings.Join(some, ", "))
+	} else {
+		phase(t, fmt.Sprintf("every one of the %d accepted jobs succeeded", len(l.accepted)), t0)
+	}
+	t.Logf("longest stall of a replica no fault touched: %.1fs (at most %v)", n.worst.Seconds(), maxStall)
+}
+
+// fault measures one fault: the Ready crewd pods are polled by IP while
+// do runs; do returns the pods it touched (deleted, evicted, attached to
+// the server it deleted). Every pod it did not touch must have answered at
+// least every maxStall. The Service's longest gap between accepted jobs is
+// logged.
+func (n *nodeTest) fault(ctx context.Context, t *testing.T, l *load, known, what string, do func(before map[string]string) []string) {
+	t.Helper()
+	before, err := readyPods(ctx, namespace, crewdSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	s, wg := watch(wctx, n.client, before, known)
+	from := time.Now()
+	touched := do(before)
+	sleep(ctx, 2*time.Second)
+	to := time.Now()
+	stop()
+	wg.Wait()
+	var line string
+	var worst time.Duration
+	for _, p := range names(before) {
+		d := s.longest(p, from, to)
+		tag := ""
+		if slices.Contains(touched, p) {
+			tag = " (touched)"
+		} else {
+			worst = max(worst, d)
+		}
+		line += fmt.Sprintf(" %s %.1fs%s", p, d.Seconds(), tag)
+	}
+	n.worst = max(n.worst, worst)
+	t.Logf("%s, %.0fs: longest stall per replica:%s; the Service's longest gap between accepted jobs %.1fs",
+		what, to.Sub(from).Seconds(), line, l.gap(from, to).Seconds())
+	if worst > maxStall {
+		t.Errorf("%s: a replica the fault did not touch stalled %.1fs, more than %v", what, worst.Seconds(), maxStall)
+	}
+}
+
+// podWatch follows one pod (kubectl get --watch) until it is gone.
+type podWatch struct {
+	started chan struct{} // closed at the first event: the watch is on
+	done    chan struct{}
+	mu      sync.Mutex
+	grace   int       // the delete's grace period, from the first state with a deletion timestamp
+	exit    *int      // the crewd container's exit code, once terminated
+	reason  string    // and the runtime's reason
+	goneAt  time.Time // when the DELETED event came
+	err     error
+}
+
+// watchedPod is the part of a Pod the watch reads.
+type watchedPod struct {
+	Metadata struct {
+		DeletionGracePeriodSeconds *int `json:"deletionGracePeriodSeconds"`
+	} `json:"metadata"`
+	Status struct {
+		ContainerStatuses []struct {
+			Name  string `json:"name"`
+			State struct {
+				Terminated *struct {
+					ExitCode int    `json:"exitCode"`
+					Reason   string `json:"reason"`
+				} `json:"terminated"`
+			} `json:"state"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+func watchPod(ctx context.Context, name string) *podWatch {
+	w := &podWatch{started: make(chan struct{}), done: make(chan struct{}), grace: -1}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	cmd := exec.CommandContext(wctx, "kubectl", "-n", namespace, "get", "pod", name, "--watch", "--output-watch-events", "-o", "json")
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		cancel()
+		w.err = err
+		close(w.started)
+		close(w.done)
+		return w
+	}
+	go func() {
+		defer close(w.done)
+		defer cancel()
+		dec := json.NewDecoder(out)
+		first := true
+		for {
+			var ev struct {
+				Type   string     `json:"type"`
+				Object watchedPod `json:"object"`
+			}
+			if err := dec.Decode(&ev); err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+				break
+			}
+			w.mu.Lock()
+			if g := ev.Object.Metadata.DeletionGracePeriodSeconds; g != nil && w.grace < 0 {
+				w.grace = *g
+			}
+			for _, c := range ev.Object.Status.ContainerStatuses {
+				if c.Name == "crewd" && c.State.Terminated != nil {
+					code := c.State.Terminated.ExitCode
+					w.exit, w.reason = &code, c.State.Terminated.Reason
+				}
+			}
+			if ev.Type == "DELETED" {
+				w.goneAt = time.Now()
+			}
+			w.mu.Unlock()
+			if first {
+				first = false
+				close(w.started)
+			}
+			if ev.Type == "DELETED" {
+				break
+			}
+		}
+		if first {
+			close(w.started)
+		}
+		cancel()
+		_ = cmd.Wait()
+	}()
+	select {
+	case <-w.started:
+	case <-time.After(10 * time.Second):
+	}
+	return w
+}
+
+// stopMargin is how long before the kubelet's SIGKILL a deleted pod must be
+// gone: a stop that ends a second before it is a race, lost on a busy node.
+const stopMargin = 3 * time.Second
+
+// longStop posts jobs that outlast crewd's shutdown timeout (40 s sleeps,
+// 60 s timeouts), deletes a pod that runs one, and requires it to exit 0
+// in time (stopped): its stop uses the whole timeout (the jobs cancelled
+// at the deadline and handed back), then its traces' final flush waits on
+// the stalled collector for its bound. The jobs are awaited with the load's.
+func (n *nodeTest) longStop(ctx context.Context, t *testing.T, l *load) {
+	t0 := time.Now()
+	for range 6 {
+		id, why := l.post(ctx, []byte(`{"kind":"sleep","duration":"40s","timeout":"60s"}`))
+		if id == "" {
+			t.Fatalf("a long job refused: %s", why)
+		}
+		l.mu.Lock()
+		l.accepted = append(l.accepted, accepted{ID: id, At: time.Now()})
+		l.mu.Unlock()
+	}
+	var victim string
+	waitFor(ctx, t, 30*time.Second, "a crewd pod running a long job", func() (bool, string) {
+		ps, err := readyPods(ctx, namespace, crewdSelector)
+		if err != nil {
+			return false, err.Error()
+		}
+		var busy []string
+		for _, p := range names(ps) {
+			b, err := workersBusy(ctx, n.client, ps[p])
+			busy = append(busy, fmt.Sprintf("%s %d (%v)", p, b, err))
+			if b > 0 {
+				victim = p
+				return true, ""
+			}
+		}
+		return false, strings.Join(busy, ", ")
+	})
+	w := watchPod(ctx, victim)
+	deleted := time.Now()
+	if _, err := kube(ctx, "-n", namespace, "delete", "pod", victim, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted pod %s while it ran jobs that outlast its shutdown timeout", victim)
+	n.stopped(ctx, t, w, deleted)
+	waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+	phase(t, "the longest stop: 6 jobs of 40 s, a pod running them deleted", t0)
+}
+
+// workersBusy reads crew_workers_busy from a crewd's /metrics.
+func workersBusy(ctx context.Context, client *http.Client, ip string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ip+":9090/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), `crew_workers_busy{pool="crewd"} `); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("no crew_workers_busy on %s", ip)
+}
+
+// stopped requires a deleted crewd pod's container to have exited by
+// itself (code 0), and the pod to be gone, within its grace period:
+// crewd's whole stop fits in it, the final flush of its traces to a
+// collector that never answers included.
+func (n *nodeTest) stopped(ctx context.Context, t *testing.T, w *podWatch, deleted time.Time) {
+	t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(90 * time.Second):
+		t.Errorf("the deleted pod was not gone within 90s")
+		return
+	case <-ctx.Done():
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	took := w.goneAt.Sub(deleted).Seconds()
+	switch {
+	case w.goneAt.IsZero():
+		t.Errorf("the watch of the deleted pod ended without its deletion: %v", w.err)
+	case w.exit == nil:
+		t.Errorf("the deleted pod's last state has no terminated crewd container")
+	case *w.exit != 0:
+		t.Errorf("the deleted pod's crewd exited with code %d (%s), the pod gone %.1fs after the delete (grace period %ds): killed, not stopped", *w.exit, w.reason, took, w.grace)
+	case w.grace < 0 || took > float64(w.grace)-stopMargin.Seconds():
+		t.Errorf("the deleted pod was gone %.1fs after the delete: not %v before the kubelet's SIGKILL at its grace period (%ds)", took, stopMargin, w.grace)
+	default:
+		t.Logf("the deleted pod's crewd exited 0 (%s); the pod was gone %.1fs after the delete, within its grace period of %ds", w.reason, took, w.grace)
+	}
+}
+
+// drainEnd says how kubectl drain ended: its last line.
+func drainEnd(err error) string {
+	if err == nil {
+		return "it completed"
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "disruption budget") {
+			return "refused: " + strings.TrimSpace(lines[i])
+		}
+	}
+	return "failed: " + strings.TrimSpace(lines[len(lines)-1])
+}
+
+// stalledCollector accepts connections on the trace collector's behalf and
+// never answers, as a collector that hangs: crewd's exports wait on it
+// (and are dropped), and so does the final flush of a stop, for its bound.
+type stalledCollector struct {
+	url   string
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// startCollector listens on the node's address, which every pod reaches
+// through its bridge.
+func startCollector(t *testing.T, ip string) *stalledCollector {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &stalledCollector{url: "http://" + ln.Addr().String(), ln: ln}
+	c.wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, conn)
+			c.mu.Unlock()
+			c.wg.Go(func() { _, _ = io.Copy(io.Discard, conn) })
+		}
+	})
+	return c
+}
+
+func (c *stalledCollector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.conns)
+}
+
+func (c *stalledCollector) close() {
+	c.ln.Close()
+	c.mu.Lock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// diagnose logs what the namespace's pods and events say, after a failure.
+func diagnose(ctx context.Context, t *testing.T) {
+	for _, args := range [][]string{
+		{"-n", namespace, "get", "pods,pvc", "-o", "wide"},
+		{"-n", namespace, "get", "events", "--sort-by", ".lastTimestamp"},
+	} {
+		out, err := kube(ctx, args...)
+		t.Logf("kubectl %s:\n%s%v", strings.Join(args, " "), out, errOrEmpty(err))
+	}
+	ps, _ := pods(ctx, namespace, "app.kubernetes.io/instance="+release)
+	for _, p := range ps {
+		if !p.ready() {
+			out, _ := kube(ctx, "-n", namespace, "logs", p.Metadata.Name, "--all-containers", "--tail", "20")
+			t.Logf("logs of %s (not Ready, %d restarts):\n%s", p.Metadata.Name, p.restarts(), out)
+		}
+	}
+}
+
+func errOrEmpty(err error) any {
+	if err == nil {
+		return ""
+	}
+	return err
+}
