@@ -29,5 +29,6 @@ var Unpublished = []Module{
 	{Path: "github.com/crew-go/crew/bench", Dir: "bench"},
 	{Path: "github.com/crew-go/crew/natsjs/bench", Dir: "natsjs/bench"},
 	{Path: "github.com/crew-go/crew/deploy/compose/clustertest", Dir: "deploy/compose/clustertest"},
+	{Path: "github.com/crew-go/crew/deploy/node", Dir: "deploy/node"},
 	{Path: "github.com/crew-go/crew/release", Dir: "release"},
 }
