@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// report is one run: what was measured, on what, and how.
+type report struct {
+	Date       time.Time
+	CPUs       int
+	Go         string
+	Versions   []string // the peers' modules
+	Postgres   string
+	Redis      string
+	Command    string
+	Options    options
+	Throughput []throughputResult
+	Kill       []killResult
+}
+
+func (r throughputResult) line() string {
+	if r.Err != nil {
+		return fmt.Sprintf("error: %v (%d of %d ended)", r.Err, r.Ended, r.Jobs)
+	}
+	return fmt.Sprintf("%8.0f jobs/s  (%d jobs in %v, enqueued in %v; enqueue to end p50 %v p99 %v)",
+		r.Rate(), r.Ended, r.Elapsed.Round(time.Millisecond), r.Enqueue.Round(time.Millisecond), round(r.P50), round(r.P99))
+}
+
+func (r killResult) line() string {
+	s := fmt.Sprintf("lost %d, ran to the end twice %s, started again %d, last job %v after the restart for %v of remaining work (%d jobs)",
+		r.Lost, twice(r.Twice), r.Rerun, r.LastAfter.Round(10*time.Millisecond), r.Work.Round(10*time.Millisecond), r.Remaining)
+	if r.Store != "" {
+		s += "; " + r.Store
+	}
+	if r.Err != nil {
+		s += "; error: " + r.Err.Error()
+	}
+	return s
+}
+
+func twice(n int) string {
+	if n < 0 {
+		return "n/a"
+	}
+	return fmt.Sprint(n)
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// err joins the scenarios' errors.
+func (rep report) err() error {
+	var errs []error
+	for _, r := range rep.Throughput {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s throughput: %w", r.System, r.Err))
+		}
+	}
+	for _, r := range rep.Kill {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s kill: %w", r.System, r.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// markdown is the report as RESULTS.md has it.
+func (rep report) markdown() string {
+	var b strings.Builder
+	o := rep.Options
+	fmt.Fprintf(&b, "# Job systems, one run\n\n")
+	fmt.Fprintf(&b, "%s, %d CPUs, %s; %s; %s; %s. `%s`\n\n", rep.Date.Format("2006-01-02 15:04 MST"), rep.CPUs, rep.Go,
+		strings.Join(rep.Versions, ", "), rep.Redis, rep.Postgres, strings.TrimSpace(rep.Command))
+	fmt.Fprintf(&b, "Throughput: %d jobs of %v, %d producers, %d workers; jobs ended per second from the first enqueue to the last end, "+
+		"and the time from a job's enqueue to its end.", o.Jobs, o.Sleep, o.Producers, o.Workers)
+	if o.Kill {
+		fmt.Fprintf(&b, " Kill: %d jobs of %v on %d workers, the worker process SIGKILLed %v after the first enqueue and started again at once; "+
+			"lost: never ran to the end within %v of the restart (River: %v); twice: ran to the end more than once; started again: a run began more than once; "+
+			"remaining work: the jobs not ended at the kill × %v ÷ %d.", o.KillJobs, o.KillSleep, o.Workers, o.KillAfter, o.KillBound, o.RiverBound, o.KillSleep, o.Workers)
+	}
+	b.WriteString("\n\n")
+	var base float64
+	for _, r := range rep.Throughput {
+		if r.System == "asynq" && r.Err == nil {
+			base = r.Rate()
+		}
+	}
+	kills := map[string]killResult{}
+	for _, k := range rep.Kill {
+		kills[k.System] = k
+	}
+	b.WriteString("| system | jobs/s | ÷ asynq | p50 | p99 |")
+	if o.Kill {
+		b.WriteString(" kill: lost | twice | started again | last job after restart | remaining work |")
+	}
+	b.WriteString("\n|---|---:|---:|---:|---:|")
+	if o.Kill {
+		b.WriteString("---:|---:|---:|---:|---:|")
+	}
+	b.WriteString("\n")
+	for _, r := range rep.Throughput {
+		if r.Err != nil {
+			fmt.Fprintf(&b, "| %s | error | | | |", r.System)
+		} else {
+			ratio := "-"
+			if base > 0 {
+				ratio = fmt.Sprintf("%.2f", r.Rate()/base)
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %s | %v | %v |", r.System, r.Rate(), ratio, round(r.P50), round(r.P99))
+		}
+		if o.Kill {
+			k, ok := kills[r.System]
+			switch {
+			case !ok:
+				b.WriteString(" | | | | |")
+			case k.Err != nil:
+				b.WriteString(" error | | | | |")
+			default:
+				last := fmt.Sprintf("%.1f s", k.LastAfter.Seconds())
+				if k.Lost > 0 {
+					last += " (the last that ended)"
+				}
+				fmt.Fprintf(&b, " %d | %s | %d | %s | %.1f s |", k.Lost, twice(k.Twice), k.Rerun, last, k.Work.Seconds())
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nSettings:\n\n")
+	for _, r := range rep.Throughput {
+		fmt.Fprintf(&b, "- %s: %s\n", r.System, r.Settings)
+	}
+	if o.Kill {
+		b.WriteString("\nKill test, in detail:\n\n")
+		for _, k := range rep.Kill {
+			fmt.Fprintf(&b, "- %s: killed %.2f s after the first enqueue; %s\n", k.System, k.KillAfter.Seconds(), k.line())
+		}
+	}
+	if err := rep.err(); err != nil {
+		fmt.Fprintf(&b, "\nErrors:\n\n```\n%v\n```\n", err)
+	}
+	return b.String()
+}
+
+// moduleVersions are the peers' module versions this binary was built
+// with.
+func moduleVersions() []string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "github.com/hibiken/asynq", "github.com/riverqueue/river", "github.com/jackc/pgx/v5":
+			out = append(out, strings.TrimPrefix(d.Path, "github.com/")+" "+d.Version)
+		}
+	}
+	return out
+}
+
+func postgresVersion(ctx context.Context) string {
+	bin, err := postgresBin()
+	if err != nil {
+		return "no postgres"
+	}
+	out, err := exec.CommandContext(ctx, bin+"/postgres", "--version").Output()
+	if err != nil {
+		return "postgres ?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func redisVersion(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "redis-server", "--version").Output()
+	if err != nil {
+		return "no redis-server"
+	}
+	// "Redis server v=7.0.15 sha=... malloc=... bits=64 build=..."
+	for f := range strings.FieldsSeq(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return "Redis " + v
+		}
+	}
+	return strings.TrimSpace(string(out))
+}
