@@ -8,6 +8,7 @@ require (
 	github.com/redis/go-redis/v9 v9.14.1
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
+	go.uber.org/goleak v1.3.0
 )
 
 require (

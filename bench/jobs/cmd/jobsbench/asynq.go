@@ -78,14 +78,15 @@ func (s *asynqSystem) Restart(ctx context.Context) (time.Time, time.Time, error)
 	return s.w.restart(ctx)
 }
 
-func (s *asynqSystem) StoreState(ctx context.Context) (string, error) {
+func (s *asynqSystem) StoreState(ctx context.Context) (int, string, error) {
 	in := asynq.NewInspector(asynq.RedisClientOpt{Addr: s.addr})
 	defer in.Close()
 	q, err := in.GetQueueInfo("default")
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
-	return fmt.Sprintf("asynq queue: %d active, %d pending, %d retry, %d archived", q.Active, q.Pending, q.Retry, q.Archived), nil
+	return q.Active + q.Pending + q.Scheduled + q.Retry,
+		fmt.Sprintf("asynq's queue: %d active, %d pending, %d scheduled, %d retry, %d archived", q.Active, q.Pending, q.Scheduled, q.Retry, q.Archived), nil
 }
 
 func (s *asynqSystem) Stop() error {

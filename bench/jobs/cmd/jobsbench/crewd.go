@@ -40,6 +40,7 @@ type crewdSystem struct {
 	cmd      *exec.Cmd
 	done     chan error
 	ids      []string
+	final    []bool // the record says the job ended, or it answered 404
 	pollers  int
 	notFound []int
 }
@@ -65,6 +66,7 @@ func (s *crewdSystem) Start(ctx context.Context, sc scenario, t *tracker) error 
 	}
 	s.sc, s.t = sc, t
 	s.ids = make([]string, sc.Jobs)
+	s.final = make([]bool, sc.Jobs)
 	s.pollers = 8
 	s.url = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	s.logPath = filepath.Join(s.tmp, "crewd-"+sc.Name+".log")
@@ -227,6 +229,7 @@ func (s *crewdSystem) poll(ctx context.Context, n int, id string) (ended bool, e
 	case http.StatusNotFound:
 		s.mu.Lock()
 		s.notFound = append(s.notFound, n)
+		s.final[n] = true
 		s.mu.Unlock()
 		return true, nil // lost: counted as never ended
 	case http.StatusServiceUnavailable:
@@ -246,6 +249,9 @@ func (s *crewdSystem) poll(ctx context.Context, n int, id string) (ended bool, e
 		return false, nil
 	}
 	s.t.setStarts(n, rec.Attempts)
+	s.mu.Lock()
+	s.final[n] = true
+	s.mu.Unlock()
 	if rec.State == "succeeded" {
 		s.t.end(n, rec.Finished)
 	}
@@ -263,10 +269,18 @@ func (s *crewdSystem) Restart(ctx context.Context) (killed, restarted time.Time,
 	return killed, restarted, s.start(ctx)
 }
 
-func (s *crewdSystem) StoreState(context.Context) (string, error) {
+// StoreState counts the jobs accepted whose record, at its last answer,
+// was queued or running.
+func (s *crewdSystem) StoreState(context.Context) (int, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("%d jobs answered 404", len(s.notFound)), nil
+	open := 0
+	for n, id := range s.ids {
+		if id != "" && !s.final[n] {
+			open++
+		}
+	}
+	return open, fmt.Sprintf("crewd's records: %d queued or running, %d answered 404", open, len(s.notFound)), nil
 }
 
 func (s *crewdSystem) Stop() error {

@@ -28,13 +28,13 @@ func (r throughputResult) line() string {
 	if r.Err != nil {
 		return fmt.Sprintf("error: %v (%d of %d ended)", r.Err, r.Ended, r.Jobs)
 	}
-	return fmt.Sprintf("%8.0f jobs/s  (%d jobs in %v, enqueued in %v; enqueue to end p50 %v p99 %v)",
-		r.Rate(), r.Ended, r.Elapsed.Round(time.Millisecond), r.Enqueue.Round(time.Millisecond), round(r.P50), round(r.P99))
+	return fmt.Sprintf("%8.0f jobs/s  (%d jobs in %v, enqueued in %v, the first ended after %v; enqueue to end p50 %v p99 %v)",
+		r.Rate(), r.Ended, r.Elapsed.Round(time.Millisecond), r.Enqueue.Round(time.Millisecond), round(r.FirstEnd), round(r.P50), round(r.P99))
 }
 
 func (r killResult) line() string {
 	s := fmt.Sprintf("lost %d, ran to the end twice %s, started again %d, last job %v after the restart for %v of remaining work (%d jobs)",
-		r.Lost, twice(r.Twice), r.Rerun, r.LastAfter.Round(10*time.Millisecond), r.Work.Round(10*time.Millisecond), r.Remaining)
+		r.Lost, orNA(r.Twice), r.Rerun, r.LastAfter.Round(10*time.Millisecond), r.Work.Round(10*time.Millisecond), r.Remaining)
 	if r.Store != "" {
 		s += "; " + r.Store
 	}
@@ -44,7 +44,7 @@ func (r killResult) line() string {
 	return s
 }
 
-func twice(n int) string {
+func orNA(n int) string {
 	if n < 0 {
 		return "n/a"
 	}
@@ -85,7 +85,7 @@ func (rep report) markdown() string {
 	fmt.Fprintf(&b, "%s, %d CPUs, %s; %s; %s; %s. `%s`\n\n", rep.Date.Format("2006-01-02 15:04 MST"), rep.CPUs, rep.Go,
 		strings.Join(rep.Versions, ", "), rep.Redis, rep.Postgres, strings.TrimSpace(rep.Command))
 	fmt.Fprintf(&b, "Throughput: %d jobs of %v, %d producers, %d workers; jobs ended per second from the first enqueue to the last end, "+
-		"and the time from a job's enqueue to its end.", o.Jobs, o.Sleep, o.Producers, o.Workers)
+		"the time from the first enqueue to the first end (an idle worker's first fetch), and from a job's enqueue to its end (p50, p99).", o.Jobs, o.Sleep, o.Producers, o.Workers)
 	if o.Kill {
 		fmt.Fprintf(&b, " Kill: %d jobs of %v on %d workers, the worker process SIGKILLed %v after the first enqueue and started again at once; "+
 			"lost: never ran to the end within %v of the restart (River: %v); twice: ran to the end more than once; started again: a run began more than once; "+
@@ -102,38 +102,38 @@ func (rep report) markdown() string {
 	for _, k := range rep.Kill {
 		kills[k.System] = k
 	}
-	b.WriteString("| system | jobs/s | ÷ asynq | p50 | p99 |")
+	b.WriteString("| system | jobs/s | ÷ asynq | first end | p50 | p99 |")
 	if o.Kill {
-		b.WriteString(" kill: lost | twice | started again | last job after restart | remaining work |")
+		b.WriteString(" kill: lost | not ended in the store | twice | started again | last job after restart | remaining work |")
 	}
-	b.WriteString("\n|---|---:|---:|---:|---:|")
+	b.WriteString("\n|---|---:|---:|---:|---:|---:|")
 	if o.Kill {
-		b.WriteString("---:|---:|---:|---:|---:|")
+		b.WriteString("---:|---:|---:|---:|---:|---:|")
 	}
 	b.WriteString("\n")
 	for _, r := range rep.Throughput {
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | error | | | |", r.System)
+			fmt.Fprintf(&b, "| %s | error | | | | |", r.System)
 		} else {
 			ratio := "-"
 			if base > 0 {
 				ratio = fmt.Sprintf("%.2f", r.Rate()/base)
 			}
-			fmt.Fprintf(&b, "| %s | %.0f | %s | %v | %v |", r.System, r.Rate(), ratio, round(r.P50), round(r.P99))
+			fmt.Fprintf(&b, "| %s | %.0f | %s | %v | %v | %v |", r.System, r.Rate(), ratio, round(r.FirstEnd), round(r.P50), round(r.P99))
 		}
 		if o.Kill {
 			k, ok := kills[r.System]
 			switch {
 			case !ok:
-				b.WriteString(" | | | | |")
+				b.WriteString(" | | | | | |")
 			case k.Err != nil:
-				b.WriteString(" error | | | | |")
+				b.WriteString(" error | | | | | |")
 			default:
 				last := fmt.Sprintf("%.1f s", k.LastAfter.Seconds())
 				if k.Lost > 0 {
 					last += " (the last that ended)"
 				}
-				fmt.Fprintf(&b, " %d | %s | %d | %s | %.1f s |", k.Lost, twice(k.Twice), k.Rerun, last, k.Work.Seconds())
+				fmt.Fprintf(&b, " %d | %s | %s | %d | %s | %.1f s |", k.Lost, orNA(k.NotEnded), orNA(k.Twice), k.Rerun, last, k.Work.Seconds())
 			}
 		}
 		b.WriteString("\n")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -118,21 +119,34 @@ func (s *riverSystem) Restart(ctx context.Context) (time.Time, time.Time, error)
 	return s.w.restart(ctx)
 }
 
-func (s *riverSystem) StoreState(ctx context.Context) (string, error) {
-	rows, err := s.pool.Query(ctx, "SELECT state::text, count(*) FROM river_job GROUP BY state ORDER BY state")
+// StoreState asks the scenario's database on a connection of its own, so
+// that it answers after Stop too.
+func (s *riverSystem) StoreState(ctx context.Context) (int, string, error) {
+	c, err := pgx.Connect(ctx, s.dbURL)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, "SELECT state::text, count(*) FROM river_job GROUP BY state ORDER BY state")
+	if err != nil {
+		return 0, "", err
+	}
+	notEnded := 0
 	states, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
 		var state string
 		var n int
 		err := r.Scan(&state, &n)
+		switch state {
+		case "completed", "cancelled", "discarded":
+		default:
+			notEnded += n
+		}
 		return fmt.Sprintf("%d %s", n, state), err
 	})
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
-	return fmt.Sprintf("river_job: %v", states), nil
+	return notEnded, "river_job: " + strings.Join(states, ", "), nil
 }
 
 func (s *riverSystem) Stop() error {

@@ -19,6 +19,7 @@ type throughputResult struct {
 	Ended    int
 	Elapsed  time.Duration // first enqueue to last first end
 	Enqueue  time.Duration // first enqueue to last enqueue returned
+	FirstEnd time.Duration // first enqueue to the first end
 	P50, P99 time.Duration
 	Twice    int
 }
@@ -44,7 +45,8 @@ type killResult struct {
 	LastAfter time.Duration // from the restart to the last first end
 	Remaining int           // jobs not ended at the kill
 	Work      time.Duration // Remaining x sleep / workers
-	Store     string        // what the store held at the end (StoreState)
+	NotEnded  int           // what the store holds as not ended after the bound; -1: unknown
+	Store     string        // in which states (StoreState)
 }
 
 // produce enqueues sc.Jobs jobs from sc.Producers goroutines and returns
@@ -101,6 +103,7 @@ func throughput(ctx context.Context, s system, sc scenario, bound time.Duration)
 	r.Ended, r.Twice = sum.Ended, sum.Twice
 	r.Enqueue = enqueued.Sub(sum.First)
 	r.Elapsed = sum.Last.Sub(sum.First)
+	r.FirstEnd = sum.FirstEnd.Sub(sum.First)
 	r.P50, r.P99 = sum.P50, sum.P99
 	return r
 }
@@ -172,10 +175,13 @@ func kill(ctx context.Context, s system, sc scenario, killAfter, bound time.Dura
 	}
 	r.Remaining = sum.RemainingAt(killed)
 	r.Work = time.Duration(r.Remaining) * sc.Sleep / time.Duration(sc.Workers)
+	r.NotEnded = -1
 	if sr, ok := s.(storeReporter); ok {
-		state, err := sr.StoreState(ctx)
+		n, state, err := sr.StoreState(ctx)
 		if err != nil {
 			state = "store: " + err.Error()
+		} else {
+			r.NotEnded = n
 		}
 		r.Store = state
 	}

@@ -41,7 +41,9 @@ type system interface {
 // storeReporter is a system that can say what its store holds for jobs
 // not ended: after the kill test's bound, what is stuck where.
 type storeReporter interface {
-	StoreState(ctx context.Context) (string, error)
+	// StoreState counts the jobs the store holds as not ended (queued,
+	// running, waiting for a retry), and says in which states.
+	StoreState(ctx context.Context) (notEnded int, detail string, err error)
 }
 
 // scenario is one measurement: how many jobs of what length, from how many

@@ -80,6 +80,7 @@ type summary struct {
 	Twice       int                 // jobs that ran to the end more than once
 	Rerun       int                 // jobs whose runs started more than once
 	First       time.Time           // the first enqueue
+	FirstEnd    time.Time           // the first end
 	Last        time.Time           // the last first end
 	P50, P99    time.Duration       // enqueue to first end
 	RemainingAt func(time.Time) int // jobs not ended before a time
@@ -105,6 +106,9 @@ func (t *tracker) summary() summary {
 		}
 		if t.firstEnd[n].After(s.Last) {
 			s.Last = t.firstEnd[n]
+		}
+		if s.FirstEnd.IsZero() || t.firstEnd[n].Before(s.FirstEnd) {
+			s.FirstEnd = t.firstEnd[n]
 		}
 		if !t.enqueued[n].IsZero() {
 			lat = append(lat, t.firstEnd[n].Sub(t.enqueued[n]))
