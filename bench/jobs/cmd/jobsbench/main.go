@@ -59,6 +59,7 @@ type options struct {
 	Sleep      time.Duration
 	Producers  int
 	Workers    int
+	Rounds     int
 	Kill       bool
 	KillJobs   int
 	KillSleep  time.Duration
@@ -80,6 +81,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.DurationVar(&o.Sleep, "sleep", time.Millisecond, "each job's sleep in the throughput test")
 	fs.IntVar(&o.Producers, "producers", 16, "goroutines enqueuing at once")
 	fs.IntVar(&o.Workers, "workers", 32, "jobs each system runs at once")
+	fs.IntVar(&o.Rounds, "rounds", 3, "rounds of the throughput test, the systems in turn in each (1 with -quick)")
 	fs.BoolVar(&o.Kill, "kill", true, "run the kill test")
 	fs.IntVar(&o.KillJobs, "kill-jobs", 2000, "jobs in the kill test")
 	fs.DurationVar(&o.KillSleep, "kill-sleep", 200*time.Millisecond, "each job's sleep in the kill test")
@@ -102,6 +104,9 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 		if !set["kill"] {
 			o.Kill = false
 		}
+		if !set["rounds"] {
+			o.Rounds = 1
+		}
 	}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")
@@ -112,6 +117,8 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 		}
 	}
 	switch {
+	case o.Rounds < 1:
+		return o, errors.New("-rounds: want at least 1")
 	case o.Jobs < 1 || o.KillJobs < 1:
 		return o, errors.New("-jobs and -kill-jobs: want at least 1")
 	case o.Producers < 1 || o.Workers < 1:
@@ -201,13 +208,15 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		Redis:    redisVersion(ctx),
 	}
 	tp := scenario{Name: "throughput", Jobs: o.Jobs, Sleep: o.Sleep, Producers: o.Producers, Workers: o.Workers}
-	fmt.Fprintf(stdout, "== throughput: %d jobs of %v, %d producers, %d workers\n", tp.Jobs, tp.Sleep, tp.Producers, tp.Workers)
-	for _, s := range systems {
-		r := throughput(ctx, s, tp, max(5*time.Minute, o.KillBound))
-		fmt.Fprintf(stdout, "  %-12s %s\n", s.Name(), r.line())
-		rep.Throughput = append(rep.Throughput, r)
-		if ctx.Err() != nil {
-			return ctx.Err()
+	for round := range o.Rounds {
+		fmt.Fprintf(stdout, "== throughput, round %d of %d: %d jobs of %v, %d producers, %d workers\n", round+1, o.Rounds, tp.Jobs, tp.Sleep, tp.Producers, tp.Workers)
+		for _, s := range systems {
+			r := throughput(ctx, s, tp, max(5*time.Minute, o.KillBound))
+			fmt.Fprintf(stdout, "  %-12s %s\n", s.Name(), r.line())
+			rep.Throughput = append(rep.Throughput, r)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	if o.Kill {

@@ -125,6 +125,7 @@ func TestQuickSetsCountsUnlessGiven(t *testing.T) {
 		kill bool
 	}{
 		{nil, 20000, true},
+		{[]string{"-rounds", "1"}, 20000, true},
 		{[]string{"-quick"}, 2000, false},
 		{[]string{"-quick", "-jobs", "500", "-kill"}, 500, true},
 	} {
@@ -136,7 +137,7 @@ func TestQuickSetsCountsUnlessGiven(t *testing.T) {
 			t.Errorf("%v: jobs %d kill %v, want %d %v", c.args, o.Jobs, o.Kill, c.jobs, c.kill)
 		}
 	}
-	for _, bad := range [][]string{{"-only", "sidekiq"}, {"-jobs", "0"}, {"-workers", "0"}, {"-sleep", "0s"}} {
+	for _, bad := range [][]string{{"-rounds", "0"}, {"-only", "sidekiq"}, {"-jobs", "0"}, {"-workers", "0"}, {"-sleep", "0s"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
@@ -226,15 +227,24 @@ func TestKillCountsLostTwiceAndRemainingWork(t *testing.T) {
 	}
 }
 
+// TestMarkdownHasEveryRowAndTheRatioToAsynq: a row per system with the
+// median round's rate, its range, and its ratio to asynq's median; a
+// failed round makes the row an error.
 func TestMarkdownHasEveryRowAndTheRatioToAsynq(t *testing.T) {
 	rep := report{
 		Date: time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC), CPUs: 2, Go: "go1.26",
-		Options: options{Jobs: 20000, Sleep: time.Millisecond, Producers: 16, Workers: 32, Kill: true,
+		Options: options{Rounds: 3, Jobs: 20000, Sleep: time.Millisecond, Producers: 16, Workers: 32, Kill: true,
 			KillJobs: 2000, KillSleep: 200 * time.Millisecond, KillAfter: 1500 * time.Millisecond, KillBound: 3 * time.Minute, RiverBound: time.Minute},
 		Throughput: []throughputResult{
 			{System: "asynq", Jobs: 20000, Ended: 20000, Elapsed: 5 * time.Second},
 			{System: "crewd", Jobs: 20000, Ended: 20000, Elapsed: 4 * time.Second},
 			{System: "river", Err: fmt.Errorf("boom")},
+			{System: "asynq", Jobs: 20000, Ended: 20000, Elapsed: 4 * time.Second},
+			{System: "crewd", Jobs: 20000, Ended: 20000, Elapsed: 2 * time.Second},
+			{System: "river", Jobs: 20000, Ended: 20000, Elapsed: time.Second},
+			{System: "asynq", Jobs: 20000, Ended: 20000, Elapsed: 10 * time.Second},
+			{System: "crewd", Jobs: 20000, Ended: 20000, Elapsed: 5 * time.Second},
+			{System: "river", Jobs: 20000, Ended: 20000, Elapsed: time.Second},
 		},
 		Kill: []killResult{
 			{System: "asynq", Lost: 0, NotEnded: 0, Twice: 0, LastAfter: 105 * time.Second, Work: 11 * time.Second},
@@ -243,8 +253,8 @@ func TestMarkdownHasEveryRowAndTheRatioToAsynq(t *testing.T) {
 	}
 	md := rep.markdown()
 	for _, want := range []string{
-		"| asynq | 4000 | 1.00 |",
-		"| crewd | 5000 | 1.25 |",
+		"| asynq | 4000 (2000..5000) | 1.00 |",
+		"| crewd | 5000 (4000..10000) | 1.25 |",
 		"| river | error |",
 		"| 0 | 0 | n/a | 32 | 11.3 s | 11.1 s |",
 		"| 0 | 0 | 0 | 0 | 105.0 s | 11.0 s |",

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,7 +22,7 @@ type report struct {
 	Redis      string
 	Command    string
 	Options    options
-	Throughput []throughputResult
+	Throughput []throughputResult // every round's, in the order run
 	Kill       []killResult
 }
 
@@ -91,11 +93,16 @@ func (rep report) markdown() string {
 			"lost: never ran to the end within %v of the restart (River: %v); twice: ran to the end more than once; started again: a run began more than once; "+
 			"remaining work: the jobs not ended at the kill × %v ÷ %d.", o.KillJobs, o.KillSleep, o.Workers, o.KillAfter, o.KillBound, o.RiverBound, o.KillSleep, o.Workers)
 	}
+	if o.Rounds > 1 {
+		fmt.Fprintf(&b, " The throughput test ran %d rounds, the systems in turn in each: jobs/s is the median round's (the lowest and highest in brackets), "+
+			"and the other throughput columns are that round's.", o.Rounds)
+	}
 	b.WriteString("\n\n")
+	rows := byRound(rep.Throughput)
 	var base float64
-	for _, r := range rep.Throughput {
-		if r.System == "asynq" && r.Err == nil {
-			base = r.Rate()
+	for _, row := range rows {
+		if row.median.System == "asynq" && row.median.Err == nil {
+			base = row.median.Rate()
 		}
 	}
 	kills := map[string]killResult{}
@@ -111,7 +118,8 @@ func (rep report) markdown() string {
 		b.WriteString("---:|---:|---:|---:|---:|---:|")
 	}
 	b.WriteString("\n")
-	for _, r := range rep.Throughput {
+	for _, row := range rows {
+		r := row.median
 		if r.Err != nil {
 			fmt.Fprintf(&b, "| %s | error | | | | |", r.System)
 		} else {
@@ -119,7 +127,11 @@ func (rep report) markdown() string {
 			if base > 0 {
 				ratio = fmt.Sprintf("%.2f", r.Rate()/base)
 			}
-			fmt.Fprintf(&b, "| %s | %.0f | %s | %v | %v | %v |", r.System, r.Rate(), ratio, round(r.FirstEnd), round(r.P50), round(r.P99))
+			rate := fmt.Sprintf("%.0f", r.Rate())
+			if row.rounds > 1 {
+				rate += fmt.Sprintf(" (%.0f..%.0f)", row.low, row.high)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %v | %v | %v |", r.System, rate, ratio, round(r.FirstEnd), round(r.P50), round(r.P99))
 		}
 		if o.Kill {
 			k, ok := kills[r.System]
@@ -139,8 +151,8 @@ func (rep report) markdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nSettings:\n\n")
-	for _, r := range rep.Throughput {
-		fmt.Fprintf(&b, "- %s: %s\n", r.System, r.Settings)
+	for _, row := range rows {
+		fmt.Fprintf(&b, "- %s: %s\n", row.median.System, row.median.Settings)
 	}
 	if o.Kill {
 		b.WriteString("\nKill test, in detail:\n\n")
@@ -152,6 +164,37 @@ func (rep report) markdown() string {
 		fmt.Fprintf(&b, "\nErrors:\n\n```\n%v\n```\n", err)
 	}
 	return b.String()
+}
+
+// row is one system's throughput rounds: the median round (any failed
+// round makes the row an error) and the lowest and highest rates.
+type row struct {
+	median    throughputResult
+	low, high float64
+	rounds    int
+}
+
+// byRound groups results by system, in the order the systems first ran.
+func byRound(results []throughputResult) []row {
+	var names []string
+	by := map[string][]throughputResult{}
+	for _, r := range results {
+		if _, ok := by[r.System]; !ok {
+			names = append(names, r.System)
+		}
+		by[r.System] = append(by[r.System], r)
+	}
+	rows := make([]row, 0, len(names))
+	for _, name := range names {
+		rs := by[name]
+		if i := slices.IndexFunc(rs, func(r throughputResult) bool { return r.Err != nil }); i >= 0 {
+			rows = append(rows, row{median: rs[i], rounds: len(rs)})
+			continue
+		}
+		slices.SortFunc(rs, func(a, b throughputResult) int { return cmp.Compare(a.Rate(), b.Rate()) })
+		rows = append(rows, row{median: rs[(len(rs)-1)/2], low: rs[0].Rate(), high: rs[len(rs)-1].Rate(), rounds: len(rs)})
+	}
+	return rows
 }
 
 // moduleVersions are the peers' module versions this binary was built
