@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +85,7 @@ func (s *crewdSystem) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	dieWithParent(cmd, syscall.SIGKILL)
 	err = cmd.Start()
 	log.Close()
 	if err != nil {

@@ -26,6 +26,7 @@ type server struct {
 	cmd  *exec.Cmd
 	dir  string
 	log  string
+	sig  syscall.Signal // what stops it: SIGTERM, or PostgreSQL's fast shutdown SIGINT
 	done chan error
 }
 
@@ -33,7 +34,7 @@ func (s *server) stop() {
 	if s == nil || s.cmd == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Process.Signal(s.sig)
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
@@ -45,7 +46,7 @@ func (s *server) stop() {
 	os.RemoveAll(s.dir)
 }
 
-func startServer(name, dir, logPath string, cmd *exec.Cmd) (*server, error) {
+func startServer(name, dir, logPath string, sig syscall.Signal, cmd *exec.Cmd) (*server, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func startServer(name, dir, logPath string, cmd *exec.Cmd) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &server{name: name, cmd: cmd, dir: dir, log: logPath, done: make(chan error, 1)}
+	s := &server{name: name, cmd: cmd, dir: dir, log: logPath, sig: sig, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	return s, nil
 }
@@ -106,7 +107,8 @@ func startRedis(ctx context.Context, tmp string) (*server, string, error) {
 		return nil, "", err
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--daemonize", "no")
-	s, err := startServer("redis-server", dir, filepath.Join(tmp, "redis.log"), cmd)
+	dieWithParent(cmd, syscall.SIGKILL)
+	s, err := startServer("redis-server", dir, filepath.Join(tmp, "redis.log"), syscall.SIGTERM, cmd)
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,7 +187,8 @@ func startPostgres(ctx context.Context, tmp string) (*server, string, error) {
 	}
 	cmd := as(exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 		"-k", dir, "-c", "listen_addresses=127.0.0.1"))
-	s, err := startServer("postgres", dir, filepath.Join(tmp, "postgres.log"), cmd)
+	dieWithParent(cmd, syscall.SIGINT) // PostgreSQL's fast shutdown
+	s, err := startServer("postgres", dir, filepath.Join(tmp, "postgres.log"), syscall.SIGINT, cmd)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err

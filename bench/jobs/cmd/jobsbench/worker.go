@@ -113,6 +113,7 @@ func (w *workerProc) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(self, append([]string{"worker"}, w.args...)...)
 	cmd.Stderr = log
+	dieWithParent(cmd, syscall.SIGKILL)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		log.Close()
