@@ -206,6 +206,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		Options:  o,
 		Postgres: postgresVersion(ctx),
 		Redis:    redisVersion(ctx),
+		Load:     [2]string{loadAverage()},
 	}
 	tp := scenario{Name: "throughput", Jobs: o.Jobs, Sleep: o.Sleep, Producers: o.Producers, Workers: o.Workers}
 	for round := range o.Rounds {
@@ -236,6 +237,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 			}
 		}
 	}
+	rep.Load[1] = loadAverage()
 	md := rep.markdown()
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, md)

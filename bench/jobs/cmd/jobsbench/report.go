@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime/debug"
 	"slices"
@@ -21,6 +22,7 @@ type report struct {
 	Postgres   string
 	Redis      string
 	Command    string
+	Load       [2]string // /proc/loadavg's 1-minute figure at the start and the end
 	Options    options
 	Throughput []throughputResult // every round's, in the order run
 	Kill       []killResult
@@ -84,8 +86,12 @@ func (rep report) markdown() string {
 	var b strings.Builder
 	o := rep.Options
 	fmt.Fprintf(&b, "# Job systems, one run\n\n")
-	fmt.Fprintf(&b, "%s, %d CPUs, %s; %s; %s; %s. `%s`\n\n", rep.Date.Format("2006-01-02 15:04 MST"), rep.CPUs, rep.Go,
+	fmt.Fprintf(&b, "%s, %d CPUs, %s; %s; %s; %s. `%s`", rep.Date.Format("2006-01-02 15:04 MST"), rep.CPUs, rep.Go,
 		strings.Join(rep.Versions, ", "), rep.Redis, rep.Postgres, strings.TrimSpace(rep.Command))
+	if rep.Load[0] != "" {
+		fmt.Fprintf(&b, " Load average (1 min) %s at the start, %s at the end.", rep.Load[0], rep.Load[1])
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Throughput: %d jobs of %v, %d producers, %d workers; jobs ended per second from the first enqueue to the last end, "+
 		"the time from the first enqueue to the first end (an idle worker's first fetch), and from a job's enqueue to its end (p50, p99).", o.Jobs, o.Sleep, o.Producers, o.Workers)
 	if o.Kill {
@@ -212,6 +218,19 @@ func moduleVersions() []string {
 		}
 	}
 	return out
+}
+
+// loadAverage is the 1-minute load average, "" where there is none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 func postgresVersion(ctx context.Context) string {
