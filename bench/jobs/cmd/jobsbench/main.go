@@ -164,7 +164,13 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if out == "" {
 		out = "RESULTS.md"
 		if o.Quick {
-			out = filepath.Join(tmp, "RESULTS.md")
+			// Not in tmp, which goes at the end: the file is the run's output.
+			f, err := os.CreateTemp("", "jobsbench-*.md")
+			if err != nil {
+				return err
+			}
+			f.Close()
+			out = f.Name()
 		}
 	}
 
