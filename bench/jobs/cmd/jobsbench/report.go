@@ -93,7 +93,7 @@ func (rep report) markdown() string {
 	}
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Throughput: %d jobs of %v, %d producers, %d workers; jobs ended per second from the first enqueue to the last end, "+
-		"the time from the first enqueue to the first end (an idle worker's first fetch), and from a job's enqueue to its end (p50, p99).", o.Jobs, o.Sleep, o.Producers, o.Workers)
+		"jobs enqueued per second (from the first enqueue to the last enqueue's return), the time from the first enqueue to the first end (an idle worker's first fetch), and from a job's enqueue to its end (p50, p99).", o.Jobs, o.Sleep, o.Producers, o.Workers)
 	if o.Kill {
 		fmt.Fprintf(&b, " Kill: %d jobs of %v on %d workers, the worker process SIGKILLed %v after the first enqueue and started again at once; "+
 			"lost: never ran to the end within %v of the restart (River: %v); twice: ran to the end more than once; started again: a run began more than once; "+
@@ -115,11 +115,11 @@ func (rep report) markdown() string {
 	for _, k := range rep.Kill {
 		kills[k.System] = k
 	}
-	b.WriteString("| system | jobs/s | ÷ asynq | first end | p50 | p99 |")
+	b.WriteString("| system | jobs/s | ÷ asynq | enqueued/s | first end | p50 | p99 |")
 	if o.Kill {
 		b.WriteString(" kill: lost | not ended in the store | twice | started again | last job after restart | remaining work |")
 	}
-	b.WriteString("\n|---|---:|---:|---:|---:|---:|")
+	b.WriteString("\n|---|---:|---:|---:|---:|---:|---:|")
 	if o.Kill {
 		b.WriteString("---:|---:|---:|---:|---:|---:|")
 	}
@@ -127,7 +127,7 @@ func (rep report) markdown() string {
 	for _, row := range rows {
 		r := row.median
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | error | | | | |", r.System)
+			fmt.Fprintf(&b, "| %s | error | | | | | |", r.System)
 		} else {
 			ratio := "-"
 			if base > 0 {
@@ -137,7 +137,7 @@ func (rep report) markdown() string {
 			if row.rounds > 1 {
 				rate += fmt.Sprintf(" (%.0f..%.0f)", row.low, row.high)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %v | %v | %v |", r.System, rate, ratio, round(r.FirstEnd), round(r.P50), round(r.P99))
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %v | %v | %v |", r.System, rate, ratio, r.EnqueueRate(), round(r.FirstEnd), round(r.P50), round(r.P99))
 		}
 		if o.Kill {
 			k, ok := kills[r.System]

@@ -32,6 +32,15 @@ func (r throughputResult) Rate() float64 {
 	return float64(r.Ended) / r.Elapsed.Seconds()
 }
 
+// EnqueueRate is jobs enqueued per second, from the first enqueue to the
+// last enqueue's return.
+func (r throughputResult) EnqueueRate() float64 {
+	if r.Enqueue <= 0 {
+		return 0
+	}
+	return float64(r.Jobs) / r.Enqueue.Seconds()
+}
+
 // killResult is one system's kill scenario.
 type killResult struct {
 	System    string
