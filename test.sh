@@ -4,7 +4,9 @@
 # without the race detector (millions of bursts at GOMAXPROCS 2, 4 and 8, in
 # 90 s; the long form is in the README), a stop racing Pause and Resume in
 # every mode (plain under -race, and widened), a 30 s fuzz run of the core, a quick
-# run of the benchmark suite (that its scenarios still run and draw),
+# run of the benchmark suite (that its scenarios still run and draw), a
+# quick run of the job systems' benchmark (asynq on Redis, River on
+# PostgreSQL, crewd: 2,000 jobs each, under a minute),
 # crewd's container built, run and stopped, and the scale-out proof (three
 # crewd replicas on a three-node JetStream cluster in containers through a
 # crewd killed, the stream's leader cut off then killed, a scale-down and a
@@ -52,6 +54,8 @@ if [ $# -eq 0 ]; then
   go test -run '^$' -fuzz '^FuzzPoolOperations$' -fuzztime 30s .
   echo "== bench: crewbench -quick"
   (cd bench && go run ./cmd/crewbench -quick -out "$(mktemp -d)")
+  echo "== bench/jobs: jobsbench -quick"
+  (cd bench/jobs && go run ./cmd/jobsbench -quick)
   echo "== service: the container"
   service/scripts/container-test.sh
   echo "== deploy: scale-out in containers through kills, a cut, a scale-down and a rolling restart"

@@ -27,6 +27,7 @@ var Modules = []Module{
 // tagged, and keep requiring the others at the placeholder.
 var Unpublished = []Module{
 	{Path: "github.com/crew-go/crew/bench", Dir: "bench"},
+	{Path: "github.com/crew-go/crew/bench/jobs", Dir: "bench/jobs"},
 	{Path: "github.com/crew-go/crew/natsjs/bench", Dir: "natsjs/bench"},
 	{Path: "github.com/crew-go/crew/deploy/compose/clustertest", Dir: "deploy/compose/clustertest"},
 	{Path: "github.com/crew-go/crew/deploy/node", Dir: "deploy/node"},
