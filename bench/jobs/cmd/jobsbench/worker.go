@@ -69,8 +69,8 @@ func runJob(ctx context.Context, ev *events, n int, d time.Duration) error {
 // SIGTERM or SIGINT.
 func workerMain(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	system := fs.String("system", "", "asynq or river")
-	addr := fs.String("addr", "", "asynq: the Redis address; river: the Postgres URL")
+	system := fs.String("system", "", "asynq, river or crew-jobs")
+	addr := fs.String("addr", "", "asynq: the Redis address; river: the Postgres URL; crew-jobs: the NATS URL")
 	workers := fs.Int("workers", 32, "jobs run at once")
 	cooldown := fs.Duration("fetch-cooldown", 0, "river: FetchCooldown (0: River's default)")
 	poll := fs.Duration("fetch-poll-interval", 0, "river: FetchPollInterval (0: River's default)")
@@ -85,8 +85,10 @@ func workerMain(args []string) error {
 		return asynqWorker(ctx, ev, *addr, *workers)
 	case "river":
 		return riverWorker(ctx, ev, *addr, *workers, *cooldown, *poll)
+	case "crew-jobs":
+		return crewJobsWorker(ctx, ev, *addr, *workers)
 	}
-	return fmt.Errorf("worker: -system %q: want asynq or river", *system)
+	return fmt.Errorf("worker: -system %q: want asynq, river or crew-jobs", *system)
 }
 
 // workerProc is the parent's handle on a worker process: started, killed
