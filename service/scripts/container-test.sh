@@ -67,6 +67,10 @@ docker kill "$name" >/dev/null
 run
 for _ in $(seq 100); do [ "$(state "$id")" = succeeded ] && break; sleep 0.1; done
 record="$(curl -fsS "$api/v1/jobs/$id")"
-grep -q '"state":"succeeded".*"attempts":2' <<<"$record" || fail "the job running at the kill: $record"
+grep -q '"state":"succeeded"' <<<"$record" || fail "the job running at the kill: $record"
+# Its first run wrote nothing before its end (a job is three writes), so its
+# record counts the rerun as attempt 1; the new container says it ran it again.
+docker logs "$name" 2>/dev/null | grep -q '"msg":"jobs delivered before the last stop and not acked are delivered again now","count":1' ||
+  fail "the next container did not deliver the interrupted job again at once"
 docker stop -t 15 "$name" >/dev/null
 echo "container-test: ok: image $tag, exit 0 after SIGTERM; $summary; after SIGKILL the job ran again: $record"

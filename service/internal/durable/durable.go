@@ -308,6 +308,7 @@ func (d *Durable) Summary() []any {
 	s := d.source.Stats()
 	args := []any{
 		"jobs_succeeded", o.Succeeded, "jobs_failed", o.Failed, "jobs_timed_out", o.TimedOut,
+		"jobs_retried", o.Retried, "jobs_snoozed", o.Snoozed, "jobs_canceled", o.Canceled,
 		"jobs_requeued", o.Requeued, "jobs_skipped", o.Skipped,
 	}
 	if d.lagErr == nil {
