@@ -84,6 +84,12 @@ type Record struct {
 	// timed out and the job was retried, or a run was interrupted (a
 	// crash, a hard stop) and the job ran again; durable jobs only.
 	Attempts int `json:"attempts,omitempty"`
+	// Deliveries is how often the stream has delivered the job's message,
+	// as its consumer counts them: more than Attempts when a delivery was
+	// handed back unrun (a stop, an outage), or when a first run was
+	// killed before its end (a first run writes nothing before it);
+	// durable jobs only.
+	Deliveries int `json:"deliveries,omitempty"`
 	// NextRun is when a retrying job runs again.
 	NextRun time.Time `json:"next_run,omitzero"`
 	// Errors are the errors of the latest failed runs, oldest first, at

@@ -168,6 +168,9 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 		return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
 	}
 	rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
+	if d.attempt > 0 {
+		rec.Deliveries = d.attempt
+	}
 	rec.Trace = runTrace(ctx, rec)
 	if !write {
 		return marking{rec: rec, rev: rev}

@@ -240,12 +240,13 @@ func (r record) state() string { s, _ := r["state"].(string); return s }
 // attempts is the job's attempt count when its record shows one (0 when
 // it does not).
 func (r record) attempts() int {
+	n := 0
 	for _, k := range []string{"attempts", "attempt", "deliveries"} {
 		if v, ok := r[k].(float64); ok {
-			return int(v)
+			n = max(n, int(v))
 		}
 	}
-	return 0
+	return n
 }
 
 // get reads a job's record from the replicas, the i-th first; false when
