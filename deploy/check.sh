@@ -237,13 +237,14 @@ step "3. parity: helm renders = kustomize builds"
 # object's whole spec (Deployment: replicas, selector, strategy, pod
 # template with its labels, annotations, probes, env, resources, security
 # contexts, grace period; Service ports; HPA metrics and behaviour; ...),
-# plus a ServiceAccount's automountServiceAccountToken. Metadata labels are
+# plus a ServiceAccount's automountServiceAccountToken and a ConfigMap's
+# data (the NATS servers' nats.conf, text for text). Metadata labels are
 # not compared (Helm adds its own). Env lists are compared sorted by name: a
 # kustomize patch of one variable moves it to the front, which changes
 # nothing for crewd (no $(VAR) references).
 canon() {
   docs "$1" | jq -s -S 'map({key: "\(.kind)/\(.metadata.name)",
-    value: {spec, automountServiceAccountToken}}) | from_entries
+    value: {spec, automountServiceAccountToken, data}}) | from_entries
     | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
 }
 for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomize-prod helm-prod-keda:kustomize-keda; do
@@ -256,7 +257,7 @@ for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomi
   fi
   ok "$h = $k: $(jq -r 'keys | join(", ")' "$WORK/$h.canon.json")"
 done
-pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (same kinds and names, identical specs: probes, env, securityContext, grace period, resources, autoscaler)"
+pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (same kinds and names, identical specs: probes, env, securityContext, grace period, resources, autoscaler; identical ConfigMap data: nats.conf)"
 
 # ---------------------------------------------------------------------------
 step "4. grace period > crewd's shutdown timeout and delay"
