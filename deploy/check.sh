@@ -237,13 +237,14 @@ step "3. parity: helm renders = kustomize builds"
 # object's whole spec (Deployment: replicas, selector, strategy, pod
 # template with its labels, annotations, probes, env, resources, security
 # contexts, grace period; Service ports; HPA metrics and behaviour; ...),
-# plus a ServiceAccount's automountServiceAccountToken. Metadata labels are
+# plus a ServiceAccount's automountServiceAccountToken and a ConfigMap's
+# data (the NATS servers' nats.conf, text for text). Metadata labels are
 # not compared (Helm adds its own). Env lists are compared sorted by name: a
 # kustomize patch of one variable moves it to the front, which changes
 # nothing for crewd (no $(VAR) references).
 canon() {
   docs "$1" | jq -s -S 'map({key: "\(.kind)/\(.metadata.name)",
-    value: {spec, automountServiceAccountToken}}) | from_entries
+    value: {spec, automountServiceAccountToken, data}}) | from_entries
     | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
 }
 for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomize-prod helm-prod-keda:kustomize-keda; do
@@ -256,7 +257,7 @@ for pair in helm-default:kustomize-base helm-dev:kustomize-dev helm-prod:kustomi
   fi
   ok "$h = $k: $(jq -r 'keys | join(", ")' "$WORK/$h.canon.json")"
 done
-pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (same kinds and names, identical specs: probes, env, securityContext, grace period, resources, autoscaler)"
+pass "parity: helm default/dev/prod/prod+keda = kustomize base/dev/prod/keda (same kinds and names, identical specs: probes, env, securityContext, grace period, resources, autoscaler; identical ConfigMap data: nats.conf)"
 
 # ---------------------------------------------------------------------------
 step "4. grace period > crewd's shutdown timeout and delay"
@@ -308,7 +309,7 @@ sed 's/^/        /' <<<"$out"
 pass "traces: $n tracing crewd containers may reach their collector's port and DNS through their NetworkPolicy; a policy without the port, and one without DNS, are rejected"
 
 # ---------------------------------------------------------------------------
-step "4d. NATS: every rendered nats.conf passes nats-server -t, and its pod's grace period covers lame duck mode"
+step "4d. NATS: every rendered nats.conf passes nats-server -t; its pod starts lame duck mode on stop, and its grace period covers it"
 # nats_confs FILE DIR: each ConfigMap's nats.conf in FILE written to
 # DIR/<ConfigMap>.conf; prints the paths.
 nats_confs() {
@@ -345,14 +346,14 @@ done
 out=$(nats_test "$DEPLOY/compose/nats/nats.conf" 2>&1) || { printf '%s\n' "$out" >&2; die "nats-server -t: compose/nats/nats.conf"; }
 ok "compose/nats/nats.conf: nats-server -t: valid"
 mapfile -t confs < <(nats_confs "$DEPLOY/testdata/bad-nats.yaml" "$WORK/nats/bad")
-[ "${#confs[@]}" -eq 3 ] || die "nats: testdata/bad-nats.yaml must hold three nats.conf, found ${#confs[@]}"
+[ "${#confs[@]}" -eq 4 ] || die "nats: testdata/bad-nats.yaml must hold four nats.conf, found ${#confs[@]}"
 expect_failure "testdata/bad-nats.yaml, lame_duck_duration 20s (nats-server -t)" 'invalid lame_duck_duration of 20s, minimum is 30 seconds' \
   nats_test "$WORK/nats/bad/lame-duck-20s.conf"
 out=$(nats_grace_check "$DEPLOY/testdata/bad-nats.yaml")
-[ "$(grep -c '^FAIL' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; die "nats: testdata/bad-nats.yaml must fail the grace check twice"; }
-ok "rejected: testdata/bad-nats.yaml, the grace check:"
+[ "$(grep -c '^FAIL' <<<"$out")" -eq 3 ] || { printf '%s\n' "$out" >&2; die "nats: testdata/bad-nats.yaml must fail the stop check three times"; }
+ok "rejected: testdata/bad-nats.yaml, the stop check:"
 grep '^FAIL' <<<"$out" | sed 's/^/        /'
-pass "nats: $nconf rendered nats.conf (every render with the bundled cluster, and 5 servers) and compose's pass nats-server $(nats-server --version | awk '{print $2}') -t; $nsts StatefulSets' grace periods exceed lame_duck_duration by 10 s; lame_duck_duration 20s (nats-server -t), a grace period of 30 s and a lame duck grace period not below the duration are rejected"
+pass "nats: $nconf rendered nats.conf (every render with the bundled cluster, and 5 servers) and compose's pass nats-server $(nats-server --version | awk '{print $2}') -t; $nsts StatefulSets have a preStop hook that starts lame duck mode and a grace period 10 s above lame_duck_duration; lame_duck_duration 20s (nats-server -t), a grace period of 30 s, a lame duck grace period not below the duration and a StatefulSet without the hook are rejected"
 
 # ---------------------------------------------------------------------------
 step "5. kube-score"

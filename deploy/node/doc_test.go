@@ -13,6 +13,10 @@
 // outlast its shutdown timeout and its traces' final flush waits on a
 // collector that never answers (the test runs one).
 //
+// TestNodeKustomize does the same with the kustomize prod overlay
+// (kubectl apply -k), less the rollout, scale and drain, which move the
+// same Deployment and PodDisruptionBudget.
+//
 // It runs only with CREW_NODE_TEST=1, in the node's network namespace with
 // KUBECONFIG set (deploy/node/node-test.sh does both); otherwise it skips.
 // The package has no code of its own but for the pause command (./pause),

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The chart on a real node: brings node.sh's one-node cluster up, runs
-# TestNode (node_test.go: helm install, every pod Ready, the stream at R3,
-# a job through the Service, then faults under a steady load) in the
-# node's network namespace, and tears the node down, on a failure too
-# (KEEP_NODE=1 leaves it up to look at).
+# The chart and the kustomize prod overlay on a real node: brings
+# node.sh's one-node cluster up, runs TestNode (node_test.go: helm install,
+# every pod Ready, the stream at R3, a job through the Service, then faults
+# under a steady load) and TestNodeKustomize (the same on overlays/prod,
+# with fewer faults) in the node's network namespace, and tears the node
+# down, on a failure too (KEEP_NODE=1 leaves it up to look at).
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
-# About 4 minutes of test after the node is up (2 minutes on a warm
-# cache; the first run builds its binaries: deploy/README.md).
+# About 7 minutes on a warm cache; the first run builds the node's
+# binaries first, about 5 minutes more (deploy/README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! why=$(./node.sh check); then
@@ -33,5 +34,5 @@ trap 'exit 130' INT TERM
 go test -race -c -o "$tmp/node.test" .
 ./node.sh up
 echo "node-test: node up after $((SECONDS - t0))s"
-CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode$'
+CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize)?$'
 echo "node-test: passed in $((SECONDS - t0))s"

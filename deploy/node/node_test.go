@@ -18,9 +18,12 @@ import (
 	"time"
 )
 
+// namespace is where the test under way installs (each test sets it;
+// they do not run in parallel).
+var namespace = "crewd"
+
 const (
-	namespace = "crewd"
-	release   = "crewd"
+	release = "crewd"
 	// The chart's labels: crewd's pods, the NATS servers'.
 	crewdSelector = "app.kubernetes.io/name=crewd,app.kubernetes.io/instance=" + release
 	natsSelector  = "app.kubernetes.io/name=nats,app.kubernetes.io/instance=" + release
@@ -98,9 +101,10 @@ func TestNode(t *testing.T) {
 	}
 	collector := startCollector(t, nodeIP)
 	defer collector.close()
+	namespace = "crewd"
 	n := install(ctx, t, client, collector.url, set)
 	known := n.firstJob(ctx, t)
-	n.faults(ctx, t, set, known)
+	n.faults(ctx, t, set, known, true)
 	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
 	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
 }
@@ -110,6 +114,131 @@ type nodeTest struct {
 	client *http.Client
 	svc    string // the crewd Service: http://<cluster IP>:<port>
 	worst  time.Duration
+}
+
+// TestNodeKustomize applies the kustomize prod overlay (kubectl apply -k)
+// in a namespace of its own and runs TestNode's proof with the faults the
+// overlay's objects could differ in from the chart's: a crewd pod deleted,
+// the stream leader's pod deleted, the longest stop. (Rollout, scale and
+// drain move the same Deployment and PodDisruptionBudget; TestNode has
+// them.) The overlay as it is, but for what the node lacks: prodOnTheNode.
+func TestNodeKustomize(t *testing.T) {
+	if os.Getenv("CREW_NODE_TEST") == "" {
+		t.Skip("the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes")
+	}
+	set := readSettings(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	transport := &http.Transport{MaxIdleConnsPerHost: 32}
+	client := &http.Client{Transport: transport}
+	defer transport.CloseIdleConnections()
+	began := time.Now()
+	nodeIP, err := kube(ctx, "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	collector := startCollector(t, nodeIP)
+	defer collector.close()
+
+	namespace = "crewd-prod"
+	t0 := time.Now()
+	dir := t.TempDir()
+	base, err := filepath.Abs(filepath.Join("..", "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, base) // kustomize refuses absolute paths
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(prodOnTheNode(rel, collector.url)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t)
+	if out, err := kube(ctx, "apply", "-k", dir); err != nil {
+		t.Fatalf("kubectl apply -k (overlays/prod): %v\n%s", err, out)
+	}
+	for _, w := range []string{"deployment/" + release, "statefulset/" + release + "-nats"} {
+		if _, err := kube(ctx, "-n", namespace, "rollout", "status", w, "--timeout", "6m"); err != nil {
+			diagnose(ctx, t)
+			t.Fatal(err)
+		}
+	}
+	phase(t, "kubectl apply -k of overlays/prod, rolled out", t0)
+	n := ready(ctx, t, client, t0)
+	known := n.firstJob(ctx, t)
+	n.faults(ctx, t, set, known, false)
+	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
+	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
+}
+
+// prodOnTheNode is a kustomization of overlays/prod (at rel) for the node,
+// in namespace crewd-prod: the node's images; no HPA (it reads CPU from a
+// metrics-server and the backlog from prometheus-adapter, neither here, and
+// holds the count at its minimum, 3), so 3 replicas; CPU requests of 100m,
+// not 2 CPUs (2 cores in all); every request and job traced to the test's
+// stalled collector.
+func prodOnTheNode(rel, collector string) string {
+	return `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: crewd-prod
+resources:
+  - ` + rel + `/overlays/prod
+images:
+  - {name: crewd, newTag: node}
+  - {name: nats, newName: crew-nats, newTag: node}
+patches:
+  - patch: |-
+      $patch: delete
+      apiVersion: autoscaling/v2
+      kind: HorizontalPodAutoscaler
+      metadata:
+        name: crewd
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: crewd
+      spec:
+        replicas: 3
+        template:
+          spec:
+            containers:
+              - name: crewd
+                resources:
+                  requests: {cpu: 100m}
+                env:
+                  - {name: OTEL_EXPORTER_OTLP_ENDPOINT, value: "` + collector + `"}
+                  - {name: OTEL_TRACES_SAMPLER, value: parentbased_traceidratio}
+                  - {name: OTEL_TRACES_SAMPLER_ARG, value: "1"}
+  - patch: |-
+      apiVersion: apps/v1
+      kind: StatefulSet
+      metadata:
+        name: crewd-nats
+      spec:
+        template:
+          spec:
+            containers:
+              - name: nats
+                resources:
+                  requests: {cpu: 100m}
+`
+}
+
+// createNamespace creates the test's namespace, enforcing the restricted
+// Pod Security Standard; it must not exist yet.
+func createNamespace(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if _, err := kube(ctx, "get", "namespace", namespace); err == nil {
+		t.Fatalf("namespace %s exists: left by an earlier run? (kubectl delete namespace %s)", namespace, namespace)
+	}
+	if _, err := kube(ctx, "create", "namespace", namespace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube(ctx, "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // install installs the chart (helm --wait) into a namespace that enforces
@@ -122,15 +251,7 @@ func install(ctx context.Context, t *testing.T, client *http.Client, collector s
 		t.Fatal(err)
 	}
 	extra := set.helmArgs
-	if _, err := kube(ctx, "get", "namespace", namespace); err == nil {
-		t.Fatalf("namespace %s exists: a release of an earlier run? (helm uninstall -n %s %s; kubectl delete namespace %s)", namespace, namespace, release, namespace)
-	}
-	if _, err := kube(ctx, "create", "namespace", namespace); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube(ctx, "label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(ctx, t)
 	args := append([]string{"install", release, chart, "-n", namespace, "--wait", "--timeout", "6m"}, installArgs...)
 	// Every request and job traced, to a collector that never answers.
 	args = append(args, "--set", "crewd.tracing.endpoint="+collector, "--set-string", "crewd.tracing.sampleRatio=1")
@@ -146,7 +267,12 @@ func install(ctx context.Context, t *testing.T, client *http.Client, collector s
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	phase(t, "helm install --wait (every Deployment and StatefulSet ready)", t0)
+	return ready(ctx, t, client, t0)
+}
 
+// ready waits for 3 crewd and 3 NATS pods Ready and the streams at R3, and
+// finds the crewd Service.
+func ready(ctx context.Context, t *testing.T, client *http.Client, t0 time.Time) *nodeTest {
 	crewds := waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
 	natses := waitPods(ctx, t, namespace, natsSelector, 3, 2*time.Minute)
 	t.Logf("crewd pods %v, NATS pods %v", names(crewds), names(natses))
@@ -197,8 +323,9 @@ const faultFor = 10 * time.Second
 
 // faults runs a steady load of jobs through the Service and, one after
 // the other, the faults a Kubernetes cluster brings to a Deployment and a
-// StatefulSet; see the package documentation.
-func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known string) {
+// StatefulSet (with full, the Deployment's rollout, scale and drain too);
+// see the package documentation.
+func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known string, full bool) {
 	l := &load{client: n.client, url: n.svc, refused: map[string]int{}}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -224,6 +351,65 @@ func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known
 		return []string{victim}
 	})
 
+	if full {
+		n.deploymentFaults(ctx, t, l, known, at)
+	}
+
+	// 5. The pod of the jobs stream's leader deleted.
+	n.fault(ctx, t, l, known, "delete of the jobs stream leader's pod", func(before map[string]string) []string {
+		leader := waitStreams(ctx, t, n.client, natsServers(ctx), 2*time.Minute)
+		servers := natsServers(ctx)()
+		ips, err := clientIPs(ctx, n.client, servers[leader], "crewd")
+		var on []string
+		for p, ip := range before {
+			if err != nil || slices.Contains(ips, ip) {
+				on = append(on, p)
+			}
+		}
+		if _, err := kube(ctx, "-n", namespace, "delete", "pod", leader, "--wait=false"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s deleted pod %s, the jobs stream's leader (crewd pods connected to it: %v)", at(), leader, on)
+		sleep(ctx, faultFor)
+		waitPods(ctx, t, namespace, natsSelector, 3, 3*time.Minute)
+		now := waitStreams(ctx, t, n.client, natsServers(ctx), 3*time.Minute)
+		t.Logf("%s %s back; the stream led by %s, followers current", at(), leader, now)
+		return on
+	})
+
+	sleep(ctx, 5*time.Second)
+	stopLoad()
+	wg.Wait()
+
+	// 6. The longest stop: a pod whose jobs outlast crewd's shutdown
+	// timeout, its traces' final flush stalled.
+	n.longStop(ctx, t, l)
+	t.Logf("submitted %d jobs in %.0fs through the Service: %d accepted (202), %d of them on a second or third try; refused: %s",
+		l.submitted.Load(), time.Since(start).Seconds(), len(l.accepted), l.retried, summary(l.refused))
+	if len(l.accepted) < int(l.submitted.Load())*9/10 {
+		t.Errorf("only %d of %d jobs accepted", len(l.accepted), l.submitted.Load())
+	}
+	t0 := time.Now()
+	actx, acancel := context.WithTimeout(ctx, set.settle)
+	defer acancel()
+	pending := l.await(actx, 16)
+	if len(pending) > 0 {
+		var some []string
+		for id, s := range pending {
+			if len(some) < 10 {
+				some = append(some, fmt.Sprintf("%s (%q)", id, s))
+			}
+		}
+		t.Errorf("%d of %d accepted jobs not succeeded %v after the load: %s", len(pending), len(l.accepted), set.settle, strings.Join(some, ", "))
+	} else {
+		phase(t, fmt.Sprintf("every one of the %d accepted jobs succeeded", len(l.accepted)), t0)
+	}
+	t.Logf("longest stall of a replica no fault touched: %.1fs (at most %v)", n.worst.Seconds(), maxStall)
+}
+
+// deploymentFaults are the Deployment's faults: a rollout restart, a scale
+// 3 -> 1 -> 3, a drain through the PodDisruptionBudget.
+func (n *nodeTest) deploymentFaults(ctx context.Context, t *testing.T, l *load, known string, at func() string) {
 	// 2. A rollout restart: every pod replaced, one by one.
 	n.fault(ctx, t, l, known, "rollout restart", func(before map[string]string) []string {
 		if _, err := kube(ctx, "-n", namespace, "rollout", "restart", "deployment/"+release); err != nil {
@@ -289,57 +475,6 @@ func (n *nodeTest) faults(ctx context.Context, t *testing.T, set settings, known
 		t.Logf("%s uncordoned: 3 crewd pods Ready", at())
 		return evicted
 	})
-
-	// 5. The pod of the jobs stream's leader deleted.
-	n.fault(ctx, t, l, known, "delete of the jobs stream leader's pod", func(before map[string]string) []string {
-		leader := waitStreams(ctx, t, n.client, natsServers(ctx), 2*time.Minute)
-		servers := natsServers(ctx)()
-		ips, err := clientIPs(ctx, n.client, servers[leader], "crewd")
-		var on []string
-		for p, ip := range before {
-			if err != nil || slices.Contains(ips, ip) {
-				on = append(on, p)
-			}
-		}
-		if _, err := kube(ctx, "-n", namespace, "delete", "pod", leader, "--wait=false"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s deleted pod %s, the jobs stream's leader (crewd pods connected to it: %v)", at(), leader, on)
-		sleep(ctx, faultFor)
-		waitPods(ctx, t, namespace, natsSelector, 3, 3*time.Minute)
-		now := waitStreams(ctx, t, n.client, natsServers(ctx), 3*time.Minute)
-		t.Logf("%s %s back; the stream led by %s, followers current", at(), leader, now)
-		return on
-	})
-
-	sleep(ctx, 5*time.Second)
-	stopLoad()
-	wg.Wait()
-
-	// 6. The longest stop: a pod whose jobs outlast crewd's shutdown
-	// timeout, its traces' final flush stalled.
-	n.longStop(ctx, t, l)
-	t.Logf("submitted %d jobs in %.0fs through the Service: %d accepted (202), %d of them on a second or third try; refused: %s",
-		l.submitted.Load(), time.Since(start).Seconds(), len(l.accepted), l.retried, summary(l.refused))
-	if len(l.accepted) < int(l.submitted.Load())*9/10 {
-		t.Errorf("only %d of %d jobs accepted", len(l.accepted), l.submitted.Load())
-	}
-	t0 := time.Now()
-	actx, acancel := context.WithTimeout(ctx, set.settle)
-	defer acancel()
-	pending := l.await(actx, 16)
-	if len(pending) > 0 {
-		var some []string
-		for id, s := range pending {
-			if len(some) < 10 {
-				some = append(some, fmt.Sprintf("%s (%q)", id, s))
-			}
-		}
-		t.Errorf("%d of %d accepted jobs not succeeded %v after the load: %s", len(pending), len(l.accepted), set.settle, strings.Join(some, ", "))
-	} else {
-		phase(t, fmt.Sprintf("every one of the %d accepted jobs succeeded", len(l.accepted)), t0)
-	}
-	t.Logf("longest stall of a replica no fault touched: %.1fs (at most %v)", n.worst.Seconds(), maxStall)
 }
 
 // fault measures one fault: the Ready crewd pods are polled by IP while

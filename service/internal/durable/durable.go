@@ -104,6 +104,13 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 		d.nc, err = d.server.Connect(opts...)
 	} else {
 		opts = append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(-1),
+			// The servers may not answer yet: in Kubernetes crewd's pods
+			// start with the NATS servers of the same install, whose
+			// Service has no endpoint until one is Ready. Connecting is
+			// tried again in the background, and the setup below waits
+			// for it within setupTimeout, instead of crewd exiting at once
+			// to be restarted with the kubelet's backoff.
+			nats.RetryOnFailedConnect(true),
 			// A server cut off the network sends nothing, not even a
 			// close: without an answer to two pings 2 s apart the
 			// connection counts as lost (within about 6 s) and is made
@@ -141,6 +148,9 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 	cfg.Log = log
 	d.runner, err = jsjobs.New(ctx, js, cfg)
 	if err != nil {
+		if !d.nc.IsConnected() {
+			return fail(fmt.Errorf("-nats-url %q: no server reached in %v: %w", set.URL, setupTimeout, err))
+		}
 		return fail(fmt.Errorf("jobs on JetStream: %w", err))
 	}
 	if d.server != nil {
