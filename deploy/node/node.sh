@@ -30,6 +30,7 @@
 #        deploy/node/node.sh images  rebuild and import the images
 #        deploy/node/node.sh status
 #        deploy/node/node.sh check   can this machine run it? (exit 0: yes)
+#        deploy/node/node.sh exists  is a node up, or left behind? (exit 0: yes)
 # Needs root, a Docker engine (for the images), and from Debian: containerd,
 # runc, iptables, iproute2, util-linux (unshare, nsenter), etcd-server.
 set -euo pipefail
@@ -767,5 +768,6 @@ case ${1:-} in
   images) tools; images ;;
   status) status ;;
   check) check ;;
+  exists) [ -e "$RUN/mnt" ] || [ -e "$STATE" ] ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
