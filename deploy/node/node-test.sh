@@ -4,7 +4,10 @@
 # every pod Ready, the stream at R3, a job through the Service, then faults
 # under a steady load) and TestNodeKustomize (the same on overlays/prod,
 # with fewer faults) in the node's network namespace, and tears the node
-# down, on a failure too (KEEP_NODE=1 leaves it up to look at).
+# down, on a failure too (KEEP_NODE=1 leaves it up to look at). With
+# NODE_HPA=1 also TestNodeHPA (the chart's HPA on CPU moving the
+# Deployment up and down under load, through metrics-server; 2.5 minutes
+# more, which would take a warm run past 10 minutes, so not by default).
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
 # About 7 minutes on a warm cache; the first run builds the node's
@@ -42,5 +45,5 @@ go test -race -c -o "$tmp/node.test" .
 started=1 # from here on the node is this run's, to tear down, even half up
 ./node.sh up
 echo "node-test: node up after $((SECONDS - t0))s"
-CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize)?$'
+CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize|HPA)?$'
 echo "node-test: passed in $((SECONDS - t0))s"
