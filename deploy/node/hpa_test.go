@@ -39,6 +39,15 @@ func TestNodeHPA(t *testing.T) {
 		}
 	}
 	namespace = "crewd-hpa"
+	// The tests after this one (in file order it runs first) need the CPU
+	// it requests back.
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer dcancel()
+		if _, err := kube(dctx, "delete", "namespace", "crewd-hpa", "--ignore-not-found", "--wait", "--timeout", "3m"); err != nil {
+			t.Errorf("deleting namespace crewd-hpa: %v", err)
+		}
+	})
 	t0 := time.Now()
 	chart, err := absChart(set)
 	if err != nil {
