@@ -16,7 +16,7 @@
 #        node: what node/node.sh runs besides etcd, kube-apiserver and
 #        kubectl: kubelet kube-proxy kube-controller-manager kube-scheduler
 #        (bin/), the CNI plugins (cni/bin/, kept off PATH: one is named
-#        bridge), coredns (bin/).
+#        bridge), coredns and metrics-server (bin/).
 set -euo pipefail
 
 # ---- pins -------------------------------------------------------------
@@ -33,6 +33,7 @@ NATS_SERVER_VERSION=v2.15.2     # github.com/nats-io/nats-server/v2: nats-server
 CNI_PLUGINS_VERSION=v1.10.0     # github.com/containernetworking/plugins: bridge, host-local, loopback, portmap
 COREDNS_VERSION=v1.15.0         # github.com/coredns/coredns, with COREDNS_PLUGINS only
 COREDNS_PLUGINS="errors health ready kubernetes metrics forward cache loop reload loadbalance log"
+METRICS_SERVER_VERSION=v0.9.0   # sigs.k8s.io/metrics-server: the resource metrics an HPA reads
 
 CACHE=${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}
 BIN=$CACHE/bin
@@ -60,6 +61,7 @@ has() {
     nats-server) out=$("$BIN/nats-server" --version 2>/dev/null) ;;
     kubelet | kube-proxy | kube-controller-manager | kube-scheduler) out=$("$BIN/$1" --version 2>/dev/null) ;;
     coredns) out="$("$BIN/coredns" -version 2>/dev/null | head -n1) $(cat "$BIN/coredns.plugins" 2>/dev/null)" ;;
+    metrics-server) out=$(cat "$BIN/metrics-server.version" 2>/dev/null) ;;
     *) out= ;;
   esac
   [[ $out == *"$2"* ]]
@@ -263,6 +265,15 @@ install_coredns() {
   echo "$COREDNS_PLUGINS" >"$BIN/coredns.plugins"
 }
 
+# metrics-server, static (it runs on scratch); its version in a stamp file
+# (the binary's own says v0.0.0 when built by go install).
+install_metrics_server() {
+  if [ -x "$BIN/metrics-server" ] && has metrics-server "$METRICS_SERVER_VERSION"; then return; fi
+  log "go install metrics-server $METRICS_SERVER_VERSION"
+  CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+  echo "$METRICS_SERVER_VERSION" >"$BIN/metrics-server.version"
+}
+
 # nats-server: check.sh tests every rendered nats.conf with it (-t), and
 # compose/build-images.sh puts the same binary into its scratch image:
 # static, so it runs in an image with nothing else. About 45 s to build.
@@ -308,7 +319,7 @@ for t in "$@"; do
     kubectl) install_kubectl ;;
     crds) install_crds ;;
     nats-server) install_nats_server ;;
-    node) install_node_k8s; install_cni; install_coredns ;;
+    node) install_node_k8s; install_cni; install_coredns; install_metrics_server ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done

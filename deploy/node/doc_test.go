@@ -15,7 +15,8 @@
 //
 // TestNodeKustomize does the same with the kustomize prod overlay
 // (kubectl apply -k), less the rollout, scale and drain, which move the
-// same Deployment and PodDisruptionBudget.
+// same Deployment and PodDisruptionBudget. TestNodeHPA (NODE_HPA=1 as
+// well) moves the chart's HPA on CPU up and down under load.
 //
 // It runs only with CREW_NODE_TEST=1, in the node's network namespace with
 // KUBECONFIG set (deploy/node/node-test.sh does both); otherwise it skips.

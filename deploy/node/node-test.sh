@@ -4,7 +4,10 @@
 # every pod Ready, the stream at R3, a job through the Service, then faults
 # under a steady load) and TestNodeKustomize (the same on overlays/prod,
 # with fewer faults) in the node's network namespace, and tears the node
-# down, on a failure too (KEEP_NODE=1 leaves it up to look at).
+# down, on a failure too (KEEP_NODE=1 leaves it up to look at). With
+# NODE_HPA=1 also TestNodeHPA (the chart's HPA on CPU moving the
+# Deployment up and down under load, through metrics-server; 2.5 minutes
+# more, which would take a warm run past 10 minutes, so not by default).
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
 # About 7 minutes on a warm cache; the first run builds the node's
@@ -15,13 +18,20 @@ if ! why=$(./node.sh check); then
   echo "node-test: this machine cannot run the node ($(tr '\n' ';' <<<"$why" | sed 's/;$//')): not run"
   exit 0
 fi
+# One node per machine (its paths and the kubelet's cgroups are fixed): a
+# node already up is another run's, or left by one, and is not touched.
+if ./node.sh exists; then
+  echo "node-test: a node is already up on this machine (another run's, or left behind: deploy/node/node.sh status; deploy/node/node.sh down)" >&2
+  exit 1
+fi
 t0=$SECONDS
 tmp=$(mktemp -d)
+started=0
 cleanup() {
   local rc=$?
-  if [ "${KEEP_NODE:-0}" = 1 ]; then
+  if [ $started = 1 ] && [ "${KEEP_NODE:-0}" = 1 ]; then
     echo "node-test: the node is left up (KEEP_NODE=1): deploy/node/node.sh exec kubectl get pods -A; deploy/node/node.sh down" >&2
-  else
+  elif [ $started = 1 ]; then
     ./node.sh down || rc=1
   fi
   rm -rf "$tmp"
@@ -32,7 +42,8 @@ trap 'exit 130' INT TERM
 # Built outside the node's namespace (which has no route to the module
 # proxy), run inside it.
 go test -race -c -o "$tmp/node.test" .
+started=1 # from here on the node is this run's, to tear down, even half up
 ./node.sh up
 echo "node-test: node up after $((SECONDS - t0))s"
-CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize)?$'
+CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize|HPA)?$'
 echo "node-test: passed in $((SECONDS - t0))s"

@@ -7,7 +7,8 @@
 #   (with its host-path provisioner: a StatefulSet's PVCs bind),
 #   kube-scheduler, kubelet (cgroupfs driver), kube-proxy (iptables),
 #   containerd (Debian's, 1.6) with its CRI plugin and runc, the CNI bridge
-#   plugins, CoreDNS; every binary pinned in ../install-tools.sh and cached.
+#   plugins, CoreDNS, metrics-server (an HPA on CPU works); every binary
+#   pinned in ../install-tools.sh and cached.
 #
 # Images are never pulled: crewd, nats-server, CoreDNS and the sandbox
 # ("pause") image are built from source into scratch with Docker and
@@ -29,6 +30,7 @@
 #        deploy/node/node.sh images  rebuild and import the images
 #        deploy/node/node.sh status
 #        deploy/node/node.sh check   can this machine run it? (exit 0: yes)
+#        deploy/node/node.sh exists  is a node up, or left behind? (exit 0: yes)
 # Needs root, a Docker engine (for the images), and from Debian: containerd,
 # runc, iptables, iproute2, util-linux (unshare, nsenter), etcd-server.
 set -euo pipefail
@@ -53,6 +55,7 @@ CREWD_IMAGE=crewd:node
 NATS_IMAGE=crew-nats:node
 COREDNS_IMAGE=crew-coredns:node
 PAUSE_IMAGE=crew-pause:node
+METRICS_SERVER_IMAGE=crew-metrics-server:node
 
 log() { printf '[node] %s\n' "$*" >&2; }
 die() { printf '[node] FAIL: %s\n' "$*" >&2; exit 1; }
@@ -89,7 +92,7 @@ tools() {
   BIN=$("$DEPLOY/install-tools.sh" base etcd helm kubectl apiserver node nats-server | tail -n1)
   CNI_BIN=$(dirname "$BIN")/cni/bin
   export PATH="$BIN:$PATH"
-  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl helm coredns nats-server; do
+  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl helm coredns metrics-server nats-server; do
     command -v "$t" >/dev/null || die "$t is missing after install-tools.sh"
   done
   for p in bridge host-local loopback portmap; do
@@ -185,6 +188,14 @@ pki() {
     "$NODE_IP" "$APISERVER_SERVICE_IP" >"$p/apiserver.ext"
   openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
     -out "$p/apiserver.crt" -days 30 -extfile "$p/apiserver.ext" >/dev/null 2>&1
+  # The aggregation layer (metrics-server's API): a CA of its own for the
+  # apiserver's client certificate towards extension servers.
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$p/front-proxy-ca.key" -out "$p/front-proxy-ca.crt" -days 30 \
+    -subj "/CN=crew-node-front-proxy-ca" >/dev/null 2>&1
+  openssl req -newkey rsa:2048 -nodes -keyout "$p/front-proxy-client.key" -out "$p/front-proxy-client.csr" \
+    -subj "/CN=front-proxy-client" >/dev/null 2>&1
+  openssl x509 -req -in "$p/front-proxy-client.csr" -CA "$p/front-proxy-ca.crt" -CAkey "$p/front-proxy-ca.key" \
+    -CAcreateserial -out "$p/front-proxy-client.crt" -days 30 >/dev/null 2>&1
   openssl genrsa -out "$p/sa.key" 2048 >/dev/null 2>&1
   openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" >/dev/null 2>&1
   # A token per component, each the user RBAC's bootstrap policy (and the
@@ -311,13 +322,21 @@ EOF
 # images: crewd, nats-server, CoreDNS and the sandbox image, built into
 # scratch and imported into the node's containerd.
 images() {
-  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE"
+  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE $METRICS_SERVER_IMAGE"
   "$REPO/service/scripts/build-image.sh" "$CREWD_IMAGE" >/dev/null
   "$DEPLOY/compose/build-images.sh" - "$NATS_IMAGE" - >/dev/null
   local ctx
   ctx=$(mktemp -d)
-  mkdir -p "$ctx/coredns" "$ctx/pause"
+  mkdir -p "$ctx/coredns" "$ctx/pause" "$ctx/metrics-server/tmp"
   cp "$BIN/coredns" "$ctx/coredns/"
+  cp "$BIN/metrics-server" "$ctx/metrics-server/"
+  cat >"$ctx/metrics-server/Dockerfile" <<'EOF'
+FROM scratch
+COPY metrics-server /metrics-server
+COPY --chown=65534:65534 tmp /tmp
+USER 65534:65534
+ENTRYPOINT ["/metrics-server"]
+EOF
   cat >"$ctx/coredns/Dockerfile" <<'EOF'
 FROM scratch
 COPY coredns /coredns
@@ -332,13 +351,14 @@ USER 65535:65535
 ENTRYPOINT ["/pause"]
 EOF
   local d
-  for d in coredns pause; do
+  for d in coredns pause metrics-server; do
     local tag=$COREDNS_IMAGE
     [ $d = pause ] && tag=$PAUSE_IMAGE
+    [ $d = metrics-server ] && tag=$METRICS_SERVER_IMAGE
     DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx/$d" >/dev/null 2>&1 || docker build -q -t "$tag" "$ctx/$d" >/dev/null
   done
   rm -rf "$ctx"
-  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" |
+  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" "$METRICS_SERVER_IMAGE" |
     in_node ctr --address "$RUN/containerd.sock" -n k8s.io images import - >/dev/null
 }
 
@@ -469,7 +489,139 @@ spec:
     - {name: dns-tcp, port: 53, protocol: TCP}
     - {name: metrics, port: 9153, protocol: TCP}
 EOF
+  metrics_server
 }
+
+# metrics_server: the resource metrics API (metrics.k8s.io) an HPA on CPU
+# reads, as metrics-server's own manifests/base has it, with the node's
+# image and --kubelet-insecure-tls (the kubelet's serving certificate is
+# self-signed).
+metrics_server() {
+  kubectl_node apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:aggregated-metrics-reader
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+rules:
+  - apiGroups: [metrics.k8s.io]
+    resources: [pods, nodes]
+    verbs: [get, list, watch]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: metrics-server
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: metrics-server-auth-reader
+  namespace: kube-system
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: metrics-server, namespace: kube-system}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: metrics-server:system:auth-delegator
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+subjects: [{kind: ServiceAccount, name: metrics-server, namespace: kube-system}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:metrics-server
+rules:
+  - apiGroups: [""]
+    resources: [nodes/metrics]
+    verbs: [get]
+  - apiGroups: [""]
+    resources: [pods, nodes]
+    verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:metrics-server
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
+subjects: [{kind: ServiceAccount, name: metrics-server, namespace: kube-system}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+spec:
+  selector: {k8s-app: metrics-server}
+  ports:
+    - {name: https, port: 443, protocol: TCP, targetPort: https, appProtocol: https}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {k8s-app: metrics-server}
+  template:
+    metadata:
+      labels: {k8s-app: metrics-server}
+    spec:
+      serviceAccountName: metrics-server
+      priorityClassName: system-cluster-critical
+      containers:
+        - name: metrics-server
+          image: $METRICS_SERVER_IMAGE
+          imagePullPolicy: Never
+          args:
+            - --cert-dir=/tmp
+            - --secure-port=10250
+            - --kubelet-preferred-address-types=InternalIP
+            - --kubelet-use-node-status-port
+            - --kubelet-insecure-tls
+            - --metric-resolution=15s
+          ports:
+            - {name: https, containerPort: 10250, protocol: TCP}
+          resources:
+            requests: {cpu: 50m, memory: 100Mi}
+          readinessProbe:
+            httpGet: {path: /readyz, port: https, scheme: HTTPS}
+            periodSeconds: 5
+          securityContext:
+            runAsNonRoot: true
+            runAsUser: 65534
+            readOnlyRootFilesystem: true
+            allowPrivilegeEscalation: false
+            capabilities: {drop: [ALL]}
+            seccompProfile: {type: RuntimeDefault}
+          volumeMounts:
+            - {name: tmp, mountPath: /tmp}
+      volumes:
+        - {name: tmp, emptyDir: {}}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  service: {name: metrics-server, namespace: kube-system}
+  group: metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+}
+
 
 # hostpath_modes: the host-path provisioner makes each volume's directory
 # 0750 root, and a hostPath volume ignores fsGroup, so a pod that runs as a
@@ -513,6 +665,11 @@ up() {
     --service-account-key-file "$STATE/pki/sa.pub" --service-account-signing-key-file "$STATE/pki/sa.key" \
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --kubelet-preferred-address-types InternalIP \
+    --requestheader-client-ca-file "$STATE/pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --proxy-client-cert-file "$STATE/pki/front-proxy-client.crt" --proxy-client-key-file "$STATE/pki/front-proxy-client.key" \
+    --enable-aggregator-routing \
     --cert-dir "$STATE/pki/apiserver"
   wait_for "kube-apiserver ready" 120 kubectl_node get --raw /readyz
 
@@ -546,6 +703,7 @@ up() {
   wait_for "node $NODE_NAME Ready" 120 kubectl_node wait --for condition=Ready "node/$NODE_NAME" --timeout 1s
   addons
   wait_for "CoreDNS Ready" 120 kubectl_node -n kube-system wait --for condition=Available deployment/coredns --timeout 1s
+  wait_for "the metrics API (metrics-server)" 120 kubectl_node wait --for condition=Available apiservice/v1beta1.metrics.k8s.io --timeout 1s
   log "up in $((SECONDS - t0))s: $(kubectl_node get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}')"
   log "reach it with: deploy/node/node.sh exec kubectl get pods -A   (or: eval \"\$(deploy/node/node.sh env)\")"
 }
@@ -610,5 +768,6 @@ case ${1:-} in
   images) tools; images ;;
   status) status ;;
   check) check ;;
+  exists) [ -e "$RUN/mnt" ] || [ -e "$STATE" ] ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

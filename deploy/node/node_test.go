@@ -226,6 +226,9 @@ patches:
 `
 }
 
+// absChart is the chart's directory, absolute.
+func absChart(set settings) (string, error) { return filepath.Abs(set.chart) }
+
 // createNamespace creates the test's namespace, enforcing the restricted
 // Pod Security Standard; it must not exist yet.
 func createNamespace(ctx context.Context, t *testing.T) {
@@ -246,7 +249,7 @@ func createNamespace(ctx context.Context, t *testing.T) {
 // the jobs stream and the records' bucket at R3, their followers current.
 func install(ctx context.Context, t *testing.T, client *http.Client, collector string, set settings) *nodeTest {
 	t0 := time.Now()
-	chart, err := filepath.Abs(set.chart)
+	chart, err := absChart(set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,12 @@ func install(ctx context.Context, t *testing.T, client *http.Client, collector s
 // ready waits for 3 crewd and 3 NATS pods Ready and the streams at R3, and
 // finds the crewd Service.
 func ready(ctx context.Context, t *testing.T, client *http.Client, t0 time.Time) *nodeTest {
-	crewds := waitPods(ctx, t, namespace, crewdSelector, 3, 2*time.Minute)
+	return readyN(ctx, t, client, t0, 3)
+}
+
+// readyN is ready with n crewd pods.
+func readyN(ctx context.Context, t *testing.T, client *http.Client, t0 time.Time, n int) *nodeTest {
+	crewds := waitPods(ctx, t, namespace, crewdSelector, n, 2*time.Minute)
 	natses := waitPods(ctx, t, namespace, natsSelector, 3, 2*time.Minute)
 	t.Logf("crewd pods %v, NATS pods %v", names(crewds), names(natses))
 	leader := waitStreams(ctx, t, client, natsServers(ctx), 2*time.Minute)
