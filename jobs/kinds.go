@@ -156,7 +156,7 @@ func decodeArgs(raw json.RawMessage, args any) error {
 		}
 		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return fmt.Errorf("%q: want %s, got %s", typeErr.Field, TypeName(typeErr.Type), jsonValue(typeErr.Value))
+		return fmt.Errorf("%q: want %s, got %s", typeErr.Field, typeName(typeErr.Type), jsonValue(typeErr.Value))
 	case errors.As(err, &typeErr):
 		return fmt.Errorf("its arguments: want a JSON object, got %s", jsonValue(typeErr.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -174,8 +174,8 @@ func jsonValue(v string) string {
 	return "a JSON " + v
 }
 
-// TypeName says what a JSON value of type t looks like, for an error.
-func TypeName(t reflect.Type) string {
+// typeName says what a JSON value of type t looks like, for an error.
+func typeName(t reflect.Type) string {
 	switch {
 	case t == durationType:
 		return `a duration such as "50ms", "2s" or "1m"`

@@ -459,11 +459,12 @@ func (r *Runner) delivered(ctx context.Context) uint64 {
 	if time.Since(r.deliveredAt) < deliveredEvery {
 		return r.deliveredSeq
 	}
-	info, err := r.cons.Info(ctx)
-	if err != nil {
-		return r.deliveredSeq
+	// A failed read is cached like a good one: while the store is out,
+	// Gets waiting on the lock must not each spend a store timeout in turn.
+	r.deliveredAt = time.Now()
+	if info, err := r.cons.Info(ctx); err == nil {
+		r.deliveredSeq = info.Delivered.Stream
 	}
-	r.deliveredSeq, r.deliveredAt = info.Delivered.Stream, time.Now()
 	return r.deliveredSeq
 }
 

@@ -366,18 +366,26 @@ func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := a.Jobs.Get(r.Context(), id)
+	a.jobAnswer(w, r, id, rec, err)
+}
+
+// jobAnswer answers a job's record, or the store's error about job id:
+// 409 naming the state of a job that has ended (a cancel), 404 for an
+// unknown one, 503 while the store is out.
+func (a *API) jobAnswer(w http.ResponseWriter, r *http.Request, id string, rec jobs.Record, err error) {
+	var ended *jobs.EndedError
 	switch {
+	case errors.As(err, &ended):
+		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s has ended: %s", id, ended.State))
 	case errors.Is(err, jobs.ErrNotFound):
 		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
-		return
 	case errors.Is(err, jobs.ErrUnavailable):
 		a.unavailable(w, r, err)
-		return
 	case err != nil:
 		a.poolError(w, r, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, rec)
 	}
-	writeJSON(w, http.StatusOK, rec)
 }
 
 // jobID is the request's job id, or false with a 404 answered: an id is
@@ -406,22 +414,7 @@ func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, _, err := canceler.Cancel(r.Context(), id)
-	var ended *jobs.EndedError
-	switch {
-	case errors.As(err, &ended):
-		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s has ended: %s", id, ended.State))
-		return
-	case errors.Is(err, jobs.ErrNotFound):
-		a.fail(w, r, http.StatusNotFound, "no job "+strconv.Quote(id)+" (unknown, or its record was evicted)")
-		return
-	case errors.Is(err, jobs.ErrUnavailable):
-		a.unavailable(w, r, err)
-		return
-	case err != nil:
-		a.poolError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rec)
+	a.jobAnswer(w, r, id, rec, err)
 }
 
 // quoteShort quotes s, cut to its first 32 bytes: an answer does not echo
