@@ -97,6 +97,11 @@ type Record struct {
 	Errors []AttemptError `json:"errors,omitempty"`
 	// Finished is when the job's end was recorded; durable jobs only.
 	Finished time.Time `json:"finished,omitzero"`
+	// Retries counts the times Retry ran the job again after it ended.
+	Retries int `json:"retries,omitempty"`
+	// Spec is the job as it was submitted, kept in the record of a job
+	// that ended without success, so that Retry can run it again.
+	Spec *Spec `json:"spec,omitempty"`
 	// Trace is the W3C traceparent of the span of the job's latest run,
 	// when tracing is on and that run was sampled: its trace id finds the
 	// job's whole trace (request, publish, every run) in the trace
