@@ -65,9 +65,14 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 	}
 }
 
-// Close stops listening for cancels; the jobs running here can then be
-// cancelled only through their records.
+// Close stops listing jobs (List and Counts then wait in vain) and
+// listening for cancels; the jobs running here can then be cancelled only
+// through their records.
 func (r *Runner) Close() error {
+	r.listing.Do(func() {}) // none starts after this
+	if r.listed != nil {
+		r.listed.close()
+	}
 	if r.running.sub == nil {
 		return nil
 	}

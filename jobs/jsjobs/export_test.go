@@ -1,7 +1,10 @@
 package jsjobs
 
 import (
+	"encoding/json"
+
 	"context"
+	"github.com/crew-go/crew/jobs"
 	"time"
 )
 
@@ -17,4 +20,20 @@ func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
 // test: the run starts while its start is recorded.
 func (r *Runner) HandleFirstDelivery(ctx context.Context, subject string, data []byte) error {
 	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now(), attempt: 1})
+}
+
+// Revision reads the revision of job id's record.
+func (r *Runner) Revision(ctx context.Context, id string) (uint64, error) {
+	_, rev, err := r.load(ctx, id)
+	return rev, err
+}
+
+// HandleRetryDelivery runs Handle's logic on a delivery (the first if
+// first) of a Retry's message of job id, naming record revision retryOf.
+func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uint64, spec *jobs.Spec, first bool) error {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	return r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,9 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	if md, err := m.Raw().Metadata(); err == nil {
 		published = md.Timestamp
 	}
-	return r.handle(ctx, delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()})
+	d := delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()}
+	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
+	return r.handle(ctx, d)
 }
 
 // delivery is what handle needs of a message.
@@ -57,7 +60,9 @@ type delivery struct {
 	subject   string
 	data      []byte
 	published time.Time
-	attempt   int // the server's delivery count, 1 for the first (0: not known)
+	attempt   int    // the server's delivery count, 1 for the first (0: not known)
+	retryOf   uint64 // a Retry's message: the revision of the ended record it retries
+	spec      *jobs.Spec
 }
 
 // errNotMarked cancels a first delivery's run whose record could not be
@@ -79,6 +84,8 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		spec, bad = jobs.Spec{}, "undecodable job: "+err.Error()
 	} else if job, err = r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout); err != nil {
 		bad = err.Error()
+	} else {
+		d.spec = &spec
 	}
 	var run jobRun
 	var m marking
@@ -152,9 +159,16 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 		write = !first
 	case err != nil:
 		return settle(r.unavailable(err))
-	case rec.State.Terminal():
+	case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
 		r.counts.skipped.Add(1)
 		return settle(nil)
+	case rec.State.Terminal():
+		// The message of a Retry of this very record, delivered before
+		// the Retry wrote it queued.
+		rec = retried(rec)
+	}
+	if d.spec != nil {
+		rec.Spec = d.spec
 	}
 	if kind != "" {
 		rec.Kind = kind
@@ -282,6 +296,9 @@ func (r *Runner) retry(ctx context.Context, rev uint64, rec jobs.Record, d time.
 // job is handed back and runs again: at-least-once.
 func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st jobs.State, result json.RawMessage, msg string) error {
 	rec.State, rec.Result, rec.Error, rec.Finished, rec.NextRun = st, result, msg, time.Now(), time.Time{}
+	if st == jobs.Succeeded {
+		rec.Spec = nil // kept only for a Retry, of a job that did not succeed
+	}
 	runOutcome(ctx, st)
 	if err := r.keep(ctx, rev, rec); err != nil {
 		return r.gaveWay(err)
@@ -365,10 +382,11 @@ type Outcomes struct {
 	Requeued                    uint64 // runs interrupted, handed back to run again
 	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
 	Canceled                    uint64 // jobs canceled through this runner
+	RetriedByHand               uint64 // ended jobs run again through this runner's Retry
 }
 
 type outcomeCounts struct {
-	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped atomic.Uint64
+	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped, retriedByHand atomic.Uint64
 }
 
 // Outcomes returns the counts so far.
@@ -377,5 +395,6 @@ func (r *Runner) Outcomes() Outcomes {
 		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
 		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
 		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(), Canceled: r.counts.canceled.Load(),
+		RetriedByHand: r.counts.retriedByHand.Load(),
 	}
 }

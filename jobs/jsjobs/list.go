@@ -3,24 +3,108 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/crew-go/crew/jobs"
 )
 
-var errNotYet = errors.New("jsjobs: not built yet")
+// tails starts the index's tails at the first call, and returns them.
+func (r *Runner) tails() *tails {
+	r.listing.Do(func() { r.listed = r.follow(r.bucket) })
+	return r.listed
+}
 
-// List implements jobs.Lister.
+// List implements jobs.Lister, from this process's index of the jobs
+// (index.go), which costs no store write: its first call reads the
+// stream and the bucket from their start (a second or so a million
+// records) and follows them after, so that a job changed on another
+// process is listed in its new state a tailEvery later. The page's
+// records are then read from the store as Get reads them; one that has
+// changed state meanwhile is left out.
 func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	if err := q.Validate(); err != nil {
 		return jobs.Page{}, err
 	}
-	return jobs.Page{}, errNotYet
+	var after item
+	if q.After != "" {
+		var ok bool
+		if after, ok = parseCursor(q.After); !ok {
+			return jobs.Page{}, jobs.BadCursor(q.After)
+		}
+	}
+	t := r.tails()
+	if err := r.loaded(ctx, t); err != nil {
+		return jobs.Page{}, err
+	}
+	var delivered uint64
+	if q.State == "" || q.State == jobs.Queued || q.State == jobs.Running {
+		delivered = r.delivered(ctx)
+	}
+	ids, next := t.index.page(q.State, q.Kind, after, q.Limit, delivered)
+	recs, err := r.read(ctx, ids)
+	if err != nil {
+		return jobs.Page{}, err
+	}
+	page := jobs.Page{Jobs: make([]jobs.Record, 0, len(recs)), Next: next}
+	for _, rec := range recs {
+		if rec.ID != "" && (q.State == "" || rec.State == q.State) {
+			page.Jobs = append(page.Jobs, rec)
+		}
+	}
+	return page, nil
 }
 
-// Counts implements jobs.Lister.
-func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) { return nil, errNotYet }
+// Counts implements jobs.Lister, from the index as List reads it.
+func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
+	t := r.tails()
+	if err := r.loaded(ctx, t); err != nil {
+		return nil, err
+	}
+	return t.index.counts(r.delivered(ctx)), nil
+}
 
-// Retry implements jobs.Retrier.
-func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
-	return jobs.Record{}, errNotYet
+// loaded waits, at most a store timeout, for the index to have read the
+// store once.
+func (r *Runner) loaded(ctx context.Context, t *tails) error {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	return t.wait(ctx)
+}
+
+// readers bounds the reads of a page's records in flight.
+const readers = 16
+
+// read reads the records of a page's jobs, in order; a job gone meanwhile
+// is left a zero Record.
+func (r *Runner) read(ctx context.Context, ids []found) ([]jobs.Record, error) {
+	recs := make([]jobs.Record, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, readers)
+	for i, f := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var err error
+			if f.fromMsg {
+				recs[i], _, err = r.waiting(ctx, f.id)
+				if errors.Is(err, jobs.ErrNotFound) { // it has a record by now
+					recs[i], _, err = r.load(ctx, f.id)
+				}
+			} else {
+				recs[i], _, err = r.load(ctx, f.id)
+			}
+			if errors.Is(err, jobs.ErrNotFound) {
+				err = nil // expired, evicted, or acked meanwhile
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
 }

@@ -58,7 +58,10 @@ type Runner struct {
 
 	succeededTTL, failedTTL time.Duration
 
-	running runs                   // the jobs running here, for Cancel
+	running runs      // the jobs running here, for Cancel
+	listing sync.Once // starts listed at the first List or Counts
+	listed  *tails    // the index List and Counts read; nil until then
+	bucket  string
 	cancels *prometheus.CounterVec // crewd_jobs_canceled_total{state}
 
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
@@ -179,7 +182,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r := &Runner{
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, bucketSubj: "$KV." + cfg.Bucket + ".",
-		atSubject: cfg.Stream + "-at.", maxDelay: cfg.MaxDelay,
+		atSubject: cfg.Stream + "-at.", bucket: cfg.Bucket, maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		runs: newRunHistogram(), cancels: newCancelCounter(),
@@ -356,7 +359,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 		return jobs.Record{}, err
 	}
 	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
-	if err := r.publish(ctx, rec.ID, job); err != nil {
+	if err := r.publish(ctx, rec.ID, job, 0); err != nil {
 		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil
@@ -420,7 +423,7 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, e
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
-	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time}
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time, Spec: &spec}
 	if r.delivered(ctx) >= m.Sequence {
 		// Delivered and not acked, and no record yet: its first run
 		// (which writes nothing before its end) is going on.
@@ -443,7 +446,7 @@ func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, uint64,
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec)
-	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time}
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time, Spec: &spec}
 	if at, ok := strings.CutPrefix(m.Header.Get(headerSchedule), "@at "); ok {
 		rec.RunAt, _ = time.Parse(time.RFC3339Nano, at)
 	}

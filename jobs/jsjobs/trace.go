@@ -2,6 +2,7 @@ package jsjobs
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -33,9 +34,16 @@ const (
 )
 
 // publish publishes a job's message inside a producer span, its trace
-// context in the headers, its id as the message id.
-func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared) error {
+// context in the headers, its id as the message id; a Retry's message
+// names the revision of the record it retries (retryOf), and has a
+// message id of its own.
+func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) error {
 	msg := &nats.Msg{Subject: r.subject + id, Data: job.Body, Header: nats.Header{}}
+	msgID := id
+	if retryOf != 0 {
+		msgID = id + ".retry." + strconv.FormatUint(retryOf, 10)
+		msg.Header.Set(headerRetryOf, strconv.FormatUint(retryOf, 10))
+	}
 	if !job.RunAt.IsZero() {
 		// The server publishes it to <stream>.<id> when it is due; until
 		// then it waits under <stream>-at.<id>, which no consumer reads.
@@ -43,7 +51,7 @@ func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared) erro
 		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
 		msg.Header.Set(headerScheduleTarget, r.subject+id)
 	}
-	_, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(id))
+	_, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
 	return err
 }
 

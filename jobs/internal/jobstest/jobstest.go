@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,8 +46,11 @@ func (a FactorialArgs) Validate() error {
 
 // FlakyArgs fails its first Fails runs (permanently if Permanent), or
 // snoozes its first run for Snooze, then succeeds with its attempt.
+// FailRuns fails its first runs in this process, whatever their attempt
+// (a job retried by hand counts its attempts afresh).
 type FlakyArgs struct {
 	Fails     int           `json:"fails,omitempty"`
+	FailRuns  int           `json:"fail_runs,omitempty"`
 	Permanent bool          `json:"permanent,omitempty"`
 	Snooze    jobs.Duration `json:"snooze,omitzero"`
 }
@@ -58,6 +62,19 @@ func Flaky(a FlakyArgs) jobs.Spec { return spec(a) }
 
 // snoozed are the jobs whose first run snoozed.
 var snoozed sync.Map
+
+// runs counts each flaky job's runs in this process, by id.
+var runs sync.Map
+
+// Runs is how many times the flaky job id has run in this process.
+func Runs(id string) int {
+	n, _ := runs.Load(id)
+	c, _ := n.(*atomic.Int64)
+	if c == nil {
+		return 0
+	}
+	return int(c.Load())
+}
 
 // Kinds is the set of the kinds the tests submit: sleep, factorial and
 // flaky.
@@ -80,6 +97,10 @@ func Kinds() *jobs.Kinds {
 	}
 	if err := jobs.Register(&ks, func(ctx context.Context, a FlakyArgs) (int, error) {
 		info := jobs.InfoOf(ctx)
+		n, _ := runs.LoadOrStore(info.ID, new(atomic.Int64))
+		if run := n.(*atomic.Int64).Add(1); run <= int64(a.FailRuns) {
+			return 0, fmt.Errorf("flaky: run %d fails", run)
+		}
 		if _, again := snoozed.LoadOrStore(info.ID, true); a.Snooze > 0 && !again {
 			return 0, jobs.Snooze(time.Duration(a.Snooze))
 		}

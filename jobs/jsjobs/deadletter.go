@@ -1,0 +1,80 @@
+package jsjobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+// Dead letters: a job that failed, timed out, was canceled or was not run
+// keeps its record, its spec and its runs' errors for the failure
+// retention (FailedTTL), listable by state, and Retry runs it again.
+//
+// The rule that runs it once, whoever comes first: Retry publishes the
+// job's message again, marked with the revision of the ended record it
+// retries (headerRetryOf, with a message id of its own, so that a Retry
+// repeated meanwhile is stored once), then writes the record queued over
+// that revision. A delivery that finds the record ended runs only the
+// message of a Retry of that very revision; so a Retry that fails after
+// its publish still runs the job, and a cancel or an end written since
+// stops it.
+
+// Retry implements jobs.Retrier.
+func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
+	if !jobs.ValidID(id) {
+		return jobs.Record{}, jobs.ErrNotFound
+	}
+	if err := r.connected(); err != nil {
+		return jobs.Record{}, err
+	}
+	for range 5 {
+		rec, rev, err := r.load(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			rec, _, err = r.waiting(ctx, id) // not ended: answered as it is
+		}
+		switch {
+		case err != nil:
+			return jobs.Record{}, err
+		case !rec.State.Terminal():
+			return rec, nil
+		case rec.State == jobs.Succeeded:
+			return rec, &jobs.EndedError{State: rec.State}
+		case rec.Spec == nil:
+			return rec, jobs.ErrNoSpec
+		}
+		spec := *rec.Spec
+		spec.RunAt = time.Time{} // now
+		job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
+		if err != nil {
+			return rec, fmt.Errorf("job %s cannot run again: %w", id, err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		err = r.publish(pctx, id, job, rev)
+		cancel()
+		if err != nil {
+			return jobs.Record{}, storeError(err)
+		}
+		again := retried(rec)
+		if _, err := r.swap(ctx, again, rev); errors.Is(err, errChanged) {
+			continue // its run (or a cancel) wrote it first: read it again
+		} else if err != nil {
+			// Published: the job runs, and its run writes its record.
+			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)
+		}
+		r.counts.retriedByHand.Add(1)
+		return again, nil
+	}
+	return jobs.Record{}, fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)
+}
+
+// retried is an ended job's record queued again by a Retry: fresh
+// attempts, its earlier runs' errors kept.
+func retried(rec jobs.Record) jobs.Record {
+	rec.State, rec.Retries = jobs.Queued, rec.Retries+1
+	rec.Attempts, rec.Deliveries, rec.Result, rec.Error = 0, 0, nil, ""
+	rec.Finished, rec.NextRun, rec.CanceledWhile = time.Time{}, time.Time{}, ""
+	return rec
+}

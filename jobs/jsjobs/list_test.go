@@ -1,0 +1,268 @@
+package jsjobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jsjobs"
+)
+
+// listAll pages through q's jobs with a page size of limit, and fails the
+// test if a page is out of order or a job comes twice.
+func listAll(t *testing.T, r jobs.Lister, q jobs.Query) []jobs.Record {
+	t.Helper()
+	var all []jobs.Record
+	seen := map[string]bool{}
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("more than 1,000 pages")
+		}
+		p, err := r.List(context.Background(), q)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", q, err)
+		}
+		for _, rec := range p.Jobs {
+			if seen[rec.ID] {
+				t.Fatalf("job %s listed twice", rec.ID)
+			}
+			seen[rec.ID] = true
+		}
+		all = append(all, p.Jobs...)
+		if p.Next == "" {
+			return all
+		}
+		q.After = p.Next
+	}
+}
+
+// closeRunner closes r when the test ends: its tails stop.
+func closeRunner(t *testing.T, r *jsjobs.Runner) {
+	t.Cleanup(func() { _ = r.Close() })
+}
+
+// TestJetStreamListsByState: jobs ended (succeeded, failed), waiting
+// (queued), due later (scheduled) and canceled are each listed in their
+// state, newest first, page after page with the cursor each page gives,
+// every job once, filtered by kind; Counts agree with the lists; a second
+// runner on the same store lists the same; bad queries name their field.
+func TestJetStreamListsByState(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	src := consume(t, r)
+	var ok, failed []string
+	for i := range 60 {
+		ok = append(ok, submit(t, r, jobstest.Factorial(i%20)).ID)
+		if i%3 == 0 {
+			failed = append(failed, submit(t, r, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1}), 1)).ID)
+		}
+	}
+	for _, id := range ok {
+		eventually(t, r, id, jobs.Succeeded)
+	}
+	for _, id := range failed {
+		eventually(t, r, id, jobs.Failed)
+	}
+	stopSource(t, src)
+	var queued []string
+	for range 7 {
+		queued = append(queued, submit(t, r, jobstest.Sleep(time.Millisecond)).ID)
+	}
+	later := jobstest.Sleep(time.Millisecond)
+	later.RunAt = time.Now().Add(time.Hour)
+	scheduled := submit(t, r, later).ID
+	canceled, _, err := r.Cancel(context.Background(), queued[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued = queued[1:]
+
+	other := c.runner(t, jsConfig())
+	closeRunner(t, other)
+	for _, lister := range []*jsjobs.Runner{r, other} {
+		want := map[jobs.State][]string{
+			jobs.Succeeded: ok, jobs.Failed: failed, jobs.Queued: queued,
+			jobs.Scheduled: {scheduled}, jobs.Canceled: {canceled.ID},
+		}
+		// The other runner's index follows the store a little later.
+		deadline := time.Now().Add(10 * time.Second)
+		for st, ids := range want {
+			var got []jobs.Record
+			for {
+				got = listAll(t, lister, jobs.Query{State: st, Limit: 7})
+				if len(got) == len(ids) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			gotIDs := make([]string, len(got))
+			for i, rec := range got {
+				gotIDs[i] = rec.ID
+				if rec.State != st {
+					t.Fatalf("listed as %s: %+v", st, rec)
+				}
+				if i > 0 && listedAfter(got[i-1], rec) {
+					t.Fatalf("%s: %s listed before %s, which changed later", st, got[i-1].ID, rec.ID)
+				}
+			}
+			slices.Sort(gotIDs)
+			if want := slices.Sorted(slices.Values(ids)); !slices.Equal(gotIDs, want) {
+				t.Fatalf("%s: listed %d jobs %v, want %d %v", st, len(gotIDs), gotIDs, len(want), want)
+			}
+		}
+		if got := listAll(t, lister, jobs.Query{State: jobs.Failed, Kind: "flaky", Limit: 3}); len(got) != len(failed) {
+			t.Fatalf("failed flaky jobs: %d, want %d", len(got), len(failed))
+		}
+		if got := listAll(t, lister, jobs.Query{State: jobs.Succeeded, Kind: "flaky"}); len(got) != 0 {
+			t.Fatalf("succeeded flaky jobs: %d, want none", len(got))
+		}
+		if got := listAll(t, lister, jobs.Query{Kind: "nope"}); len(got) != 0 {
+			t.Fatalf("jobs of an unknown kind: %d", len(got))
+		}
+		all := listAll(t, lister, jobs.Query{Limit: 11})
+		if n := len(ok) + len(failed) + len(queued) + 2; len(all) != n {
+			t.Fatalf("all jobs: %d listed, want %d", len(all), n)
+		}
+		counts, err := lister.Counts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCounts := jobs.Counts{jobs.Succeeded: len(ok), jobs.Failed: len(failed), jobs.Queued: len(queued), jobs.Scheduled: 1, jobs.Canceled: 1}
+		if len(counts) != len(wantCounts) {
+			t.Fatalf("counts %v, want %v", counts, wantCounts)
+		}
+		for st, n := range wantCounts {
+			if counts[st] != n {
+				t.Fatalf("counts %v, want %v", counts, wantCounts)
+			}
+		}
+	}
+
+	for _, q := range []jobs.Query{
+		{State: "lost"}, {Limit: -1}, {Limit: jobs.MaxLimit + 1}, {After: "x"}, {After: "zzzzzzzzzzzzzz.0123456789abcdef"},
+		{After: "1.0123456789ABCDEF"}, {After: "1.*"},
+	} {
+		var invalid *jobs.InvalidError
+		if _, err := r.List(context.Background(), q); !errors.As(err, &invalid) {
+			t.Fatalf("List(%+v): %v, want an *InvalidError", q, err)
+		}
+	}
+}
+
+// listedAfter reports whether a, listed before b, changed after it: the
+// order is newest first by the store's time of their latest change (the
+// record's end, or the message's publish for a job waiting), which the
+// times a record shows precede by a write: a second of leeway.
+func listedAfter(a, b jobs.Record) bool {
+	return changed(a).Add(time.Second).Before(changed(b))
+}
+
+func changed(r jobs.Record) time.Time {
+	if !r.Finished.IsZero() {
+		return r.Finished
+	}
+	return r.Created
+}
+
+// TestJetStreamRetriesADeadLetter: a job that used up its attempts is
+// listed failed with its errors; Retry queues it again under its id with
+// fresh attempts and it runs once more, to success; a Retry repeated at
+// once answers like the first and the job runs once; a Retry of a
+// succeeded job is an *EndedError, of an unknown one ErrNotFound; a
+// canceled job runs again too.
+func TestJetStreamRetriesADeadLetter(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	consume(t, r)
+	dead := submit(t, r, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 2}), 2))
+	rec := eventually(t, r, dead.ID, jobs.Failed)
+	if rec.Attempts != 2 || len(rec.Errors) != 2 || rec.Spec == nil || rec.Spec.Kind != "flaky" {
+		t.Fatalf("a dead letter: %+v", rec)
+	}
+	again, err := r.Retry(context.Background(), dead.ID)
+	if err != nil || again.State != jobs.Queued && again.State != jobs.Running || again.Retries != 1 {
+		t.Fatalf("Retry: %+v, %v", again, err)
+	}
+	if twice, err := r.Retry(context.Background(), dead.ID); err != nil || twice.State.Terminal() && twice.State != jobs.Succeeded {
+		t.Fatalf("a Retry repeated: %+v, %v", twice, err)
+	}
+	rec = eventually(t, r, dead.ID, jobs.Succeeded)
+	if rec.Retries != 1 || rec.Attempts != 1 || len(rec.Errors) != 2 || rec.Spec != nil {
+		t.Fatalf("a dead letter retried: %+v", rec)
+	}
+	if n := jobstest.Runs(dead.ID); n != 3 {
+		t.Fatalf("runs: %d, want 3 (two failed, one after the retry)", n)
+	}
+	var ended *jobs.EndedError
+	if _, err := r.Retry(context.Background(), dead.ID); !errors.As(err, &ended) || ended.State != jobs.Succeeded {
+		t.Fatalf("Retry of a succeeded job: %v", err)
+	}
+	if _, err := r.Retry(context.Background(), "0123456789abcdef"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("Retry of an unknown job: %v", err)
+	}
+
+	later := jobstest.Flaky(jobstest.FlakyArgs{})
+	later.RunAt = time.Now().Add(time.Hour)
+	sched := submit(t, r, later)
+	if _, _, err := r.Cancel(context.Background(), sched.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Retry(context.Background(), sched.ID); err != nil {
+		t.Fatal(err)
+	}
+	if rec := eventually(t, r, sched.ID, jobs.Succeeded); rec.Retries != 1 {
+		t.Fatalf("a canceled job retried: %+v", rec)
+	}
+}
+
+// TestJetStreamRetryDeliveredFirst: the message of a Retry delivered
+// before the Retry wrote the record queued runs the job (it names the
+// revision it retries), and a stale one (a record written since) does
+// not (redelivered: its record is read before it would run).
+func TestJetStreamRetryDeliveredFirst(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	dead := submit(t, r, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1}), 1))
+	if err := r.HandleFirstDelivery(context.Background(), "jobs."+dead.ID, mustSpec(t, r, dead.ID)); err != nil {
+		t.Fatal(err)
+	}
+	rec := eventually(t, r, dead.ID, jobs.Failed)
+	rev, err := r.Revision(context.Background(), dead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.HandleRetryDelivery(context.Background(), dead.ID, rev+100, rec.Spec, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, dead.ID, jobs.Failed); jobstest.Runs(dead.ID) != 1 || got.Attempts != 1 {
+		t.Fatalf("a stale retry's message ran the job: %+v, runs %d", got, jobstest.Runs(dead.ID))
+	}
+	if err := r.HandleRetryDelivery(context.Background(), dead.ID, rev, rec.Spec, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, r, dead.ID, jobs.Succeeded); jobstest.Runs(dead.ID) != 2 || got.Attempts != 1 || got.Retries != 1 {
+		t.Fatalf("a retry's message delivered first: %+v, runs %d", got, jobstest.Runs(dead.ID))
+	}
+}
+
+// mustSpec reads a waiting job's spec from its message.
+func mustSpec(t *testing.T, r *jsjobs.Runner, id string) []byte {
+	t.Helper()
+	rec, err := r.Get(context.Background(), id)
+	if err != nil || rec.Spec == nil {
+		t.Fatalf("job %s: %+v, %v", id, rec, err)
+	}
+	b, err := json.Marshal(rec.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,232 @@
+package jsjobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Tails feed the index (index.go): each reads its stream in order, from
+// its first message, in batches of direct gets that any replica answers,
+// then follows it, asking again every tailEvery once it has caught up. A
+// reader's state is the next sequence it wants; the streams' messages
+// removed meanwhile (acked jobs, expired records) are stepped over by the
+// server.
+const (
+	tailBatch = 1000
+	tailEvery = 100 * time.Millisecond
+)
+
+// headerRetryOf marks the message of a Retry: the revision of the ended
+// record it runs again.
+const headerRetryOf = "Crew-Retry-Of"
+
+// tails follows the jobs' stream and the records' bucket into an index.
+type tails struct {
+	index  *index
+	ready  chan struct{} // closed once both tails have caught up once
+	stop   context.CancelFunc
+	done   sync.WaitGroup
+	expire func() // drops the records expired by now
+}
+
+// follow starts the tails of r's stream and bucket.
+func (r *Runner) follow(bucket string) *tails {
+	ctx, stop := context.WithCancel(context.Background())
+	t := &tails{index: newIndex(), ready: make(chan struct{}), stop: stop}
+	t.expire = func() {
+		now := time.Now().UnixNano()
+		for _, st := range jobs.States {
+			if ttl := r.ttl(st); ttl > 0 {
+				t.index.expire(st, now-ttl.Nanoseconds())
+			}
+		}
+	}
+	api := apiPrefix(r.js)
+	var caught sync.WaitGroup
+	caught.Add(2)
+	for _, tl := range []struct {
+		stream, filter string
+		apply          func(*nats.Msg, uint64)
+	}{
+		{r.stream, ">", r.applyMsg(t.index)},
+		{"KV_" + bucket, "$KV." + bucket + ".>", r.applyRecord(t.index)},
+	} {
+		t.done.Go(func() {
+			read(ctx, r.js.Conn(), api+"DIRECT.GET."+tl.stream, tl.filter, r.storeTimeout, tl.apply, caught.Done, t.expire)
+		})
+	}
+	t.done.Go(func() { caught.Wait(); close(t.ready) })
+	return t
+}
+
+// close stops the tails and waits for them.
+func (t *tails) close() {
+	t.stop()
+	t.done.Wait()
+}
+
+// wait waits until the index has caught up with the stores once.
+func (t *tails) wait(ctx context.Context) error {
+	select {
+	case <-t.ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the jobs' index is still being read from the store", jobs.ErrUnavailable)
+	}
+}
+
+// read follows one stream: apply is given each message and its sequence,
+// caught is called when the first catch-up is done, and tick when caught
+// up, before each wait.
+func read(ctx context.Context, nc *nats.Conn, subject, filter string, timeout time.Duration, apply func(*nats.Msg, uint64), caught, tick func()) {
+	next := uint64(1)
+	var once sync.Once
+	defer once.Do(caught) // so that the index's waiters go on after a close
+	lastTick := time.Now()
+	for {
+		n, pending, err := batch(ctx, nc, subject, filter, next, timeout, func(m *nats.Msg, seq uint64) {
+			apply(m, seq)
+			next = seq + 1
+		})
+		wait := time.Duration(0)
+		switch {
+		case err != nil:
+			wait = time.Second
+		case n == 0 || pending == 0:
+			once.Do(caught)
+			if time.Since(lastTick) > 10*time.Second {
+				tick()
+				lastTick = time.Now()
+			}
+			wait = tailEvery
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// batch asks for up to tailBatch messages of filter from sequence from,
+// gives each to fn, and returns how many came and how many more the server
+// said there were.
+func batch(ctx context.Context, nc *nats.Conn, subject, filter string, from uint64, timeout time.Duration, fn func(*nats.Msg, uint64)) (n int, pending uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	req, _ := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": tailBatch, "max_bytes": 8 << 20})
+	if err := nc.PublishRequest(subject, inbox, req); err != nil {
+		return 0, 0, err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return n, 0, err
+		}
+		switch m.Header.Get("Status") {
+		case "":
+		case "404": // nothing at or after from
+			return n, 0, nil
+		case "204": // the batch's end
+			pending, _ = strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			return n, pending, nil
+		default:
+			return n, 0, fmt.Errorf("direct get from %s: %s %s", subject, m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return n, 0, errors.New("direct get: a message without its sequence")
+		}
+		fn(m, seq)
+		n++
+	}
+}
+
+// apiPrefix is the JetStream API's subject prefix js uses.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// applyMsg indexes a message of the jobs' stream: a job waiting, or due
+// later.
+func (r *Runner) applyMsg(x *index) func(*nats.Msg, uint64) {
+	return func(m *nats.Msg, seq uint64) {
+		subj := m.Header.Get(jetstream.SubjectHeader)
+		e := entry{seq: seq, fromMsg: true, t: stamp(m)}
+		var id string
+		if rest, ok := strings.CutPrefix(subj, r.subject); ok {
+			id, e.state = rest, jobs.Queued
+		} else if rest, ok := strings.CutPrefix(subj, r.atSubject); ok {
+			id, e.state = rest, jobs.Scheduled
+		}
+		var ok bool
+		if e.id, ok = keyOf(id); !ok {
+			return
+		}
+		var spec struct{ Kind string }
+		_ = json.Unmarshal(m.Data, &spec)
+		e.kind = spec.Kind
+		e.retryOf, _ = strconv.ParseUint(m.Header.Get(headerRetryOf), 10, 64)
+		x.set(e)
+	}
+}
+
+// applyRecord indexes a message of the records' bucket: a record
+// written, or deleted.
+func (r *Runner) applyRecord(x *index) func(*nats.Msg, uint64) {
+	return func(m *nats.Msg, seq uint64) {
+		id := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), r.bucketSubj)
+		k, ok := keyOf(id) // not an idempotency key's claim
+		if !ok {
+			return
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			x.remove(k, seq, false)
+			return
+		}
+		var rec struct {
+			State jobs.State
+			Kind  string
+		}
+		if json.Unmarshal(m.Data, &rec) != nil {
+			return
+		}
+		x.set(entry{id: k, state: rec.State, kind: rec.Kind, t: stamp(m), seq: seq})
+	}
+}
+
+// stamp is a message's time in the stream, Unix ns.
+func stamp(m *nats.Msg) int64 {
+	t, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
