@@ -1,0 +1,159 @@
+package jsjobs
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+func testKey(n int) jobKey {
+	k, ok := keyOf(fmt.Sprintf("%016x", n))
+	if !ok {
+		panic(n)
+	}
+	return k
+}
+
+func listIDs(x *index, st jobs.State, limit int, delivered uint64) []string {
+	var ids []string
+	var after item
+	for {
+		got, next := x.page(st, "", after, limit, delivered)
+		for _, f := range got {
+			ids = append(ids, f.id)
+		}
+		if next == "" {
+			return ids
+		}
+		after, _ = parseCursor(next)
+	}
+}
+
+// TestIndexKeepsWhatSaysMore: a record wins over its job's message,
+// whichever comes first; of two records or two messages the later;
+// a Retry's message wins over the very record it retries, and loses to
+// the records written after it.
+func TestIndexKeepsWhatSaysMore(t *testing.T) {
+	x := newIndex()
+	id := testKey(1)
+	state := func() jobs.State {
+		got, _ := x.page("", "", item{}, 10, 0)
+		if len(got) != 1 {
+			t.Fatalf("listed %v", got)
+		}
+		return jobs.States[x.byID[id].state]
+	}
+	x.set(entry{id: id, state: jobs.Succeeded, t: 20, seq: 7})
+	x.set(entry{id: id, state: jobs.Queued, t: 10, seq: 3, fromMsg: true}) // its message, read after
+	if st := state(); st != jobs.Succeeded {
+		t.Fatalf("a message read after its job's record: %s", st)
+	}
+	x.set(entry{id: id, state: jobs.Running, t: 15, seq: 5}) // an older record
+	if st := state(); st != jobs.Succeeded {
+		t.Fatalf("an older record read after: %s", st)
+	}
+	x.set(entry{id: id, state: jobs.Queued, t: 30, seq: 9, fromMsg: true, retryOf: 6}) // a Retry of another revision
+	if st := state(); st != jobs.Succeeded {
+		t.Fatalf("a stale Retry's message: %s", st)
+	}
+	x.set(entry{id: id, state: jobs.Failed, t: 25, seq: 8})
+	x.set(entry{id: id, state: jobs.Queued, t: 30, seq: 10, fromMsg: true, retryOf: 8})
+	if st := state(); st != jobs.Queued {
+		t.Fatalf("a Retry's message of the record: %s", st)
+	}
+	x.set(entry{id: id, state: jobs.Failed, t: 25, seq: 8}) // read again: the retry still wins
+	if st := state(); st != jobs.Queued {
+		t.Fatalf("the retried record read again: %s", st)
+	}
+	x.set(entry{id: id, state: jobs.Running, t: 31, seq: 11})
+	if st := state(); st != jobs.Running {
+		t.Fatalf("the retried job's run: %s", st)
+	}
+	if c := x.counts(0); len(c) != 1 || c[jobs.Running] != 1 {
+		t.Fatalf("counts %v", c)
+	}
+	x.remove(id, 12, false)
+	if c := x.counts(0); len(c) != 0 || x.size() != 0 {
+		t.Fatalf("after a delete: counts %v, size %d", c, x.size())
+	}
+}
+
+// TestIndexPages: newest first by (time, id), across out-of-order
+// arrivals, moves (stale items swept) and expiry; a waiting job's message
+// delivered is running.
+func TestIndexPages(t *testing.T) {
+	x := newIndex()
+	const n = 5000
+	for i := range n {
+		// Out of order every tenth, as two tails may bring them.
+		ti := int64(i)
+		if i%10 == 9 {
+			ti -= 5
+		}
+		x.set(entry{id: testKey(i), state: jobs.Succeeded, kind: "k", t: ti, seq: uint64(i + 1)})
+	}
+	for i := 0; i < n; i += 2 { // half of them move to failed, later
+		x.set(entry{id: testKey(i), state: jobs.Failed, kind: "k", t: int64(n + i), seq: uint64(n + i + 1)})
+	}
+	ok := listIDs(x, jobs.Succeeded, 99, 0)
+	failed := listIDs(x, jobs.Failed, 1000, 0)
+	if len(ok) != n/2 || len(failed) != n/2 {
+		t.Fatalf("listed %d succeeded and %d failed, want %d each", len(ok), len(failed), n/2)
+	}
+	if got := len(x.lists[0+stateNo(jobs.Succeeded)].items); got > n {
+		t.Fatalf("succeeded's list holds %d items for %d jobs: stale items not swept", got, n/2)
+	}
+	for i := 1; i < len(failed); i++ {
+		a, b := x.byID[mustKey(t, failed[i-1])], x.byID[mustKey(t, failed[i])]
+		if a.t < b.t {
+			t.Fatalf("failed %s (t %d) before %s (t %d)", failed[i-1], a.t, failed[i], b.t)
+		}
+	}
+	if all := listIDs(x, "", 77, 0); len(all) != n {
+		t.Fatalf("all states: %d, want %d", len(all), n)
+	}
+	x.expire(jobs.Failed, int64(n+n/2)) // the first half of the failed expire
+	if c := x.counts(0); c[jobs.Failed] != n/4 || c[jobs.Succeeded] != n/2 {
+		t.Fatalf("after expiry: %v", c)
+	}
+
+	w := newIndex()
+	for i := range 10 {
+		w.set(entry{id: testKey(i), state: jobs.Queued, t: int64(i), seq: uint64(i + 1), fromMsg: true})
+	}
+	if q, r := listIDs(w, jobs.Queued, 3, 4), listIDs(w, jobs.Running, 3, 4); len(q) != 6 || len(r) != 4 {
+		t.Fatalf("delivered up to 4 of 10: %d queued, %d running", len(q), len(r))
+	}
+	if c := w.counts(4); c[jobs.Queued] != 6 || c[jobs.Running] != 4 {
+		t.Fatalf("counts %v", c)
+	}
+}
+
+func stateNo(st jobs.State) int {
+	i, _ := stateIndex(st)
+	return int(i)
+}
+
+func mustKey(t *testing.T, id string) jobKey {
+	k, ok := keyOf(id)
+	if !ok {
+		t.Fatalf("not an id: %q", id)
+	}
+	return k
+}
+
+// FuzzCursor: a cursor parses back to what made it, and anything else is
+// refused or parsed without a panic.
+func FuzzCursor(f *testing.F) {
+	f.Add("1.0123456789abcdef")
+	f.Add("zzzzzzzzzzzzz.0123456789abcdef")
+	f.Fuzz(func(t *testing.T, s string) {
+		it, ok := parseCursor(s)
+		if ok && cursor(it) != s {
+			if back, _ := parseCursor(cursor(it)); back != it {
+				t.Fatalf("%q parsed as %+v, written as %q", s, it, cursor(it))
+			}
+		}
+	})
+}
