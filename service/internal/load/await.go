@@ -45,41 +45,24 @@ func awaitJobs(ctx context.Context, c *http.Client, url string, ids []string, cl
 				if i >= int64(len(ids)) {
 					return
 				}
-				for {
-					var rec struct {
-						State    string
-						Finished time.Time
-					}
-					code, body, gerr := get(ctx, c, url+"/v1/jobs/"+ids[i])
-					if gerr == nil && code == http.StatusOK {
-						gerr = json.Unmarshal(body, &rec)
-					} else if gerr == nil {
-						gerr = fmt.Errorf("GET /v1/jobs/%s: %d %.200s", ids[i], code, body)
-					}
-					if gerr != nil {
+				rec, ok, err := awaitJob(ctx, c, url, ids[i])
+				if !ok {
+					if err != nil {
 						mu.Lock()
-						errs = append(errs, gerr)
+						errs = append(errs, err)
 						mu.Unlock()
-						return
 					}
-					if rec.State != "queued" && rec.State != "running" {
-						mu.Lock()
-						ended++
-						if rec.State == "succeeded" {
-							succeeded++
-						}
-						if rec.Finished.After(last) {
-							last = rec.Finished
-						}
-						mu.Unlock()
-						break
-					}
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
+					return
 				}
+				mu.Lock()
+				ended++
+				if rec.State == "succeeded" {
+					succeeded++
+				}
+				if rec.Finished.After(last) {
+					last = rec.Finished
+				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -88,4 +71,36 @@ func awaitJobs(ctx context.Context, c *http.Client, url string, ids []string, cl
 		errs = append(errs, fmt.Errorf("waiting for the jobs: %w", err))
 	}
 	return last, ended, succeeded, errors.Join(errs...)
+}
+
+// jobRecord is what awaitJob reads of a job's record.
+type jobRecord struct {
+	State    string
+	Finished time.Time
+}
+
+// awaitJob asks for job id's record every 20 ms until the job has ended,
+// and returns the record; false when a request fails (its error) or ctx
+// ends first (no error).
+func awaitJob(ctx context.Context, c *http.Client, url, id string) (jobRecord, bool, error) {
+	for {
+		var rec jobRecord
+		code, body, err := get(ctx, c, url+"/v1/jobs/"+id)
+		if err == nil && code == http.StatusOK {
+			err = json.Unmarshal(body, &rec)
+		} else if err == nil {
+			err = fmt.Errorf("GET /v1/jobs/%s: %d %.200s", id, code, body)
+		}
+		if err != nil {
+			return jobRecord{}, false, err
+		}
+		if rec.State != "queued" && rec.State != "running" {
+			return rec, true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return jobRecord{}, false, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
