@@ -14,6 +14,30 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// A contender consumes a stream through a durable consumer (a target), calling handle for each message, until stop is called; stop
+// returns once it consumes no more.
+type contender struct {
+	name  string
+	start startFunc
+	// peer: a consumer that is not ours. One that leaves a message unacked
+	// is reported on stderr, not failed: Watermill's subscriber now and
+	// then leaves one delivery unacknowledged past our 30 s wait (seen once
+	// in a CI run, 1 of 224).
+	peer bool
+}
+
+type startFunc func(nc *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (stop func() error, err error)
+
+var contenders = []contender{
+	{"floor: Consume + semaphore", startFloor, false},
+	{"crew: natsjs.Source, adaptive window (default)", startCrew(func(int) int { return -1 }), false},
+	{"crew: natsjs.Source, window 2 (fixed)", startCrew(func(int) int { return 2 }), false},
+	{"crew: natsjs.Source, window = pool", startCrew(func(c int) int { return c }), false},
+	{"crew: natsjs.Source, window = 4 x pool", startCrew(func(c int) int { return 4 * c }), false},
+
+	{"watermill-nats/v2 jetstream", startWatermill, true},
+}
+
 // startFloor is the plain loop: Consume (its default 500-message prefetch),
 // a semaphore of concurrency slots, a goroutine per message, ack after.
 func startFloor(_ *nats.Conn, js jetstream.JetStream, t target, concurrency int, handle func([]byte)) (func() error, error) {
