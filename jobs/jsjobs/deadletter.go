@@ -31,10 +31,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		return jobs.Record{}, err
 	}
 	for range 5 {
-		rec, rev, err := r.load(ctx, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			rec, _, err = r.waiting(ctx, id) // not ended: answered as it is
-		}
+		rec, rev, _, err := r.find(ctx, id)
 		switch {
 		case err != nil:
 			return jobs.Record{}, err

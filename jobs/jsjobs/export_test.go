@@ -37,3 +37,7 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 	}
 	return r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf})
 }
+
+// SetBetweenReads has f called between find's read of a job's record and
+// its read of the job's message.
+func (r *Runner) SetBetweenReads(f func(id string)) { r.betweenReads = f }

@@ -58,7 +58,9 @@ type Runner struct {
 
 	succeededTTL, failedTTL time.Duration
 
-	running runs      // the jobs running here, for Cancel
+	running      runs            // the jobs running here, for Cancel
+	betweenReads func(id string) // a test's, between find's reads
+
 	listing sync.Once // starts listed at the first List or Counts
 	listed  *tails    // the index List and Counts read; nil until then
 	bucket  string
@@ -400,11 +402,29 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 	if nc := r.js.Conn(); !nc.IsConnected() {
 		return jobs.Record{}, fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
-	rec, _, err := r.load(ctx, id)
-	if errors.Is(err, jobs.ErrNotFound) {
-		rec, _, err = r.waiting(ctx, id)
-	}
+	rec, _, _, err := r.find(ctx, id)
 	return rec, err
+}
+
+// find reads a job: its record and the record's revision, or, for a job
+// without a record, its message's record and sequence (rev 0). A job ends
+// by writing its record, then acking its message away: a job that ended
+// between the record's read and the message's is read from its record
+// again, never answered unknown.
+func (r *Runner) find(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
+	rec, rev, err = r.load(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	if r.betweenReads != nil {
+		r.betweenReads(id)
+	}
+	rec, seq, err = r.waiting(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	rec, rev, err = r.load(ctx, id)
+	return rec, rev, 0, err
 }
 
 // waiting reads a job that has no record yet from its message, and
