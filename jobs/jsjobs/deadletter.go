@@ -62,6 +62,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)
 		}
 		r.counts.retriedByHand.Add(1)
+		r.reruns.WithLabelValues(string(rec.State)).Inc()
 		return again, nil
 	}
 	return jobs.Record{}, fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)

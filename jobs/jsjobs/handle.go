@@ -289,6 +289,7 @@ func (r *Runner) retry(ctx context.Context, rev uint64, rec jobs.Record, d time.
 		return r.gaveWay(err)
 	}
 	count.Add(1)
+	r.backoffs.WithLabelValues(rec.Kind, why).Inc()
 	return natsjs.RetryAfter(fmt.Errorf("job %s %s: next run in %v", rec.ID, why, d.Round(time.Millisecond)), d)
 }
 

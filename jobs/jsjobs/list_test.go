@@ -11,6 +11,7 @@ import (
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/internal/jobstest"
 	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // listAll pages through q's jobs with a page size of limit, and fails the
@@ -200,6 +201,12 @@ func TestJetStreamRetriesADeadLetter(t *testing.T) {
 	if n := jobstest.Runs(dead.ID); n != 3 {
 		t.Fatalf("runs: %d, want 3 (two failed, one after the retry)", n)
 	}
+	if n := counter(t, r, "crewd_jobs_rerun_total", "state", "failed"); n != 1 {
+		t.Fatalf("crewd_jobs_rerun_total{state=failed} %v, want 1", n)
+	}
+	if n := counter(t, r, "crewd_job_backoffs_total", "why", "failed"); n != 1 {
+		t.Fatalf("crewd_job_backoffs_total{why=failed} %v, want 1 (the first of two attempts)", n)
+	}
 	var ended *jobs.EndedError
 	if _, err := r.Retry(context.Background(), dead.ID); !errors.As(err, &ended) || ended.State != jobs.Succeeded {
 		t.Fatalf("Retry of a succeeded job: %v", err)
@@ -265,4 +272,29 @@ func mustSpec(t *testing.T, r *jsjobs.Runner, id string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// counter is the value of r's counter name with the label key=value.
+func counter(t *testing.T, r *jsjobs.Runner, name, key, value string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == key && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }

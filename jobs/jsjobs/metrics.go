@@ -27,6 +27,8 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeHandBacksDesc
 	c.r.runs.Describe(ch)
 	c.r.cancels.Describe(ch)
+	c.r.backoffs.Describe(ch)
+	c.r.reruns.Describe(ch)
 }
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -38,6 +40,8 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(storeHandBacksDesc, prometheus.CounterValue, float64(c.r.StoreHandBacks()))
 	c.r.runs.Collect(ch)
 	c.r.cancels.Collect(ch)
+	c.r.backoffs.Collect(ch)
+	c.r.reruns.Collect(ch)
 }
 
 // interrupted labels a run that ended by its context (a hard stop, a lost
@@ -74,5 +78,23 @@ func newCancelCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "crewd_jobs_canceled_total",
 		Help: "Jobs canceled, by the state they were in when the cancel was recorded (scheduled, queued, running, retrying).",
+	}, []string{"state"})
+}
+
+// newBackoffCounter is crewd_job_backoffs_total: the runs that left their
+// job retrying, by kind and why (failed, timed_out, snoozed).
+func newBackoffCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crewd_job_backoffs_total",
+		Help: "Runs that left their job retrying after a backoff, by kind and why (failed, timed_out, snoozed).",
+	}, []string{"kind", "why"})
+}
+
+// newRerunCounter is crewd_jobs_rerun_total: the ended jobs run again by
+// Retry, by the state they had ended in.
+func newRerunCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crewd_jobs_rerun_total",
+		Help: "Ended jobs run again by a retry request (dead letters), by the state they had ended in (failed, timed_out, canceled, not_run).",
 	}, []string{"state"})
 }

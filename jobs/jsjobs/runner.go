@@ -61,10 +61,12 @@ type Runner struct {
 	running      runs            // the jobs running here, for Cancel
 	betweenReads func(id string) // a test's, between find's reads
 
-	listing sync.Once // starts listed at the first List or Counts
-	listed  *tails    // the index List and Counts read; nil until then
-	bucket  string
-	cancels *prometheus.CounterVec // crewd_jobs_canceled_total{state}
+	listing  sync.Once // starts listed at the first List or Counts
+	listed   *tails    // the index List and Counts read; nil until then
+	bucket   string
+	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
+	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
+	reruns   *prometheus.CounterVec // crewd_jobs_rerun_total{state}
 
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
 	deliveredSeq uint64
@@ -187,7 +189,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		atSubject: cfg.Stream + "-at.", bucket: cfg.Bucket, maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
-		runs: newRunHistogram(), cancels: newCancelCounter(),
+		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(),
 	}
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
 		return nil, err
