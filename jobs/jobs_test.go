@@ -15,6 +15,7 @@ type resize struct {
 	URL   string        `json:"url"`
 	Width int           `json:"width"`
 	Wait  jobs.Duration `json:"wait,omitzero"`
+	After time.Time     `json:"after,omitzero"`
 }
 
 func (resize) Kind() string { return "resize" }
@@ -57,6 +58,7 @@ func TestPrepareNamesTheFieldAtFault(t *testing.T) {
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":"wide"}`)}, `"width": want an integer, got a JSON string`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"height":3}`)}, `unknown field "height"`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"wait":"soon"}`)}, `"wait": want a duration such as "50ms"`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"after":"soon"}`)}, `"after": parsing time "soon"`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`[1]`)}, `want a JSON object`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2}`), Timeout: jobs.Duration(time.Hour)}, `timeout 1h0m0s: want more than 0 and at most 1m0s`},
 	} {

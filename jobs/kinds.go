@@ -162,7 +162,37 @@ func decodeArgs(raw json.RawMessage, args any) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
+	if field := failingField(raw, args); field != "" {
+		// A value its type's own decoder refused (a time.Time's, say),
+		// which encoding/json does not place.
+		return fmt.Errorf("%q: %w", field, err)
+	}
 	return fmt.Errorf("its arguments: %w", err)
+}
+
+// failingField finds the field of the struct args points to whose value
+// in raw fails to decode alone; "" if none does.
+func failingField(raw json.RawMessage, args any) string {
+	t := reflect.TypeOf(args).Elem()
+	var fields map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(raw, &fields) != nil {
+		return ""
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		v, ok := fields[name]
+		if !f.IsExported() || !ok {
+			continue
+		}
+		if json.Unmarshal(v, reflect.New(f.Type).Interface()) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // jsonValue says what a decoder found: its type ("a JSON string") as

@@ -12,9 +12,11 @@ import (
 	"github.com/crew-go/crew/jobs"
 )
 
-// Sleep waits Duration, honouring its context.
+// Sleep waits Duration, honouring its context; then, while the time is
+// before FailUntil, it fails (to try retries and dead letters).
 type Sleep struct {
-	Duration jobs.Duration `json:"duration"`
+	Duration  jobs.Duration `json:"duration"`
+	FailUntil time.Time     `json:"fail_until,omitzero"`
 }
 
 func (Sleep) Kind() string { return "sleep" }
@@ -65,6 +67,9 @@ func New() *jobs.Kinds {
 		defer t.Stop()
 		select {
 		case <-t.C:
+			if time.Now().Before(s.FailUntil) {
+				return nil, fmt.Errorf("sleep job: failing until %s", s.FailUntil.Format(time.RFC3339))
+			}
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -42,4 +42,21 @@ func TestKinds(t *testing.T) {
 	if _, err := p.Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a sleep whose context ended: %v", err)
 	}
+	// A sleep failing until a time: it fails before, succeeds after.
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if p, err = prepare("sleep", `{"duration":"1ms","fail_until":"`+until+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "failing until "+until) {
+		t.Fatalf("a sleep failing for an hour: %v", err)
+	}
+	if p, err = prepare("sleep", `{"duration":"1ms","fail_until":"2020-01-01T00:00:00Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatalf("a sleep failing until a time past: %v", err)
+	}
+	if _, err := prepare("sleep", `{"duration":"1ms","fail_until":"soon"}`); err == nil || !strings.Contains(err.Error(), "fail_until") {
+		t.Fatalf("a bad fail_until: %v", err)
+	}
 }
