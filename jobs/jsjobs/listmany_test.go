@@ -47,7 +47,7 @@ func TestListManyRecords(t *testing.T) {
 		if _, err := c.js.PublishAsync("$KV.jobs."+rec.ID, b); err != nil {
 			t.Fatal(err)
 		}
-		if i%10_000 == 9_999 {
+		if i%2_000 == 1_999 {
 			<-c.js.PublishAsyncComplete()
 		}
 	}
