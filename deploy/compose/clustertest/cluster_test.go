@@ -66,7 +66,8 @@ func readSettings(t *testing.T) settings {
 // faultsUnderLoad (a crewd killed, the stream's leader cut off and then
 // killed, a scale-down and up, a rolling restart); every job answered 202
 // must succeed, and no replica attached to a healthy server may stall more
-// than maxStall.
+// than maxStall. Beside the load, the job lifecycle (lifecycle): jobs due
+// later, cancels, dead letters retried.
 func TestCluster(t *testing.T) {
 	if os.Getenv("CREW_CLUSTER_TEST") == "" {
 		t.Skip("the compose cluster test runs with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh): it needs a Docker engine and a few minutes")
@@ -84,9 +85,18 @@ func TestCluster(t *testing.T) {
 
 	cl := up(ctx, t, set, client)
 	l := &load{client: client, reps: cl.reps, start: time.Now(), refused: map[string]int{}}
+	lc := newLifecycle(l)
+	lc.cancelRunning(ctx, t, cl, 3)
+	lcCtx, stopLifecycle := context.WithCancel(ctx)
+	var scheduling sync.WaitGroup
+	scheduling.Go(func() { lc.schedule(lcCtx, t) })
 	cl.faultsUnderLoad(ctx, t, set, l)
+	stopLifecycle()
+	scheduling.Wait()
 	cl.tail(ctx, t, l)
+	lc.cancelRunning(ctx, t, cl, 3)
 	succeeded, again := cl.allSucceed(ctx, t, set, l)
+	lc.check(ctx, t)
 	cl.caughtUp(ctx, t)
 	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v); whole test %.0fs",
 		len(l.accepted), succeeded, again, cl.worst.Seconds(), maxStall, time.Since(began).Seconds())
