@@ -83,11 +83,8 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		return jobs.Record{}, "", err
 	}
 	for range 5 {
-		rec, rev, err := r.load(ctx, id)
-		var seq uint64 // the waiting job's message, deleted once canceled
-		if errors.Is(err, jobs.ErrNotFound) {
-			rec, seq, err = r.waiting(ctx, id)
-		}
+		// seq: the waiting job's message, deleted once canceled.
+		rec, rev, seq, err := r.find(ctx, id)
 		if err != nil {
 			return jobs.Record{}, "", err
 		}

@@ -2,7 +2,11 @@ package jsjobs
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // HandleDelivery runs Handle's logic on a delivery made up by a test.
@@ -17,4 +21,44 @@ func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
 // test: the run starts while its start is recorded.
 func (r *Runner) HandleFirstDelivery(ctx context.Context, subject string, data []byte) error {
 	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now(), attempt: 1})
+}
+
+// OnRecordMissing has fn run after each read of a record that finds none,
+// before the reader goes on: a test makes a job move on between a Get's
+// reads.
+func (r *Runner) OnRecordMissing(fn func(id string)) {
+	r.kv = missingRecord{KeyValue: r.kv, fn: fn}
+}
+
+type missingRecord struct {
+	jetstream.KeyValue
+	fn func(id string)
+}
+
+func (m missingRecord) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	e, err := m.KeyValue.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		m.fn(key)
+	}
+	return e, err
+}
+
+// OnMessageMissing has fn run after each read of a job's message that
+// finds none, before the reader goes on.
+func (r *Runner) OnMessageMissing(fn func(id string)) {
+	r.jobs = missingMessage{Stream: r.jobs, fn: fn, prefix: r.subject}
+}
+
+type missingMessage struct {
+	jetstream.Stream
+	fn     func(id string)
+	prefix string
+}
+
+func (m missingMessage) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	msg, err := m.Stream.GetLastMsgForSubject(ctx, subject)
+	if id, ok := strings.CutPrefix(subject, m.prefix); ok && errors.Is(err, jetstream.ErrMsgNotFound) {
+		m.fn(id)
+	}
+	return msg, err
 }
