@@ -1,11 +1,14 @@
 package jsjobs
 
 import (
-	"encoding/json"
-
 	"context"
-	"github.com/crew-go/crew/jobs"
+	"encoding/json"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // HandleDelivery runs Handle's logic on a delivery made up by a test.
@@ -38,6 +41,42 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 	return r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf})
 }
 
-// SetBetweenReads has f called between find's read of a job's record and
-// its read of the job's message.
-func (r *Runner) SetBetweenReads(f func(id string)) { r.betweenReads = f }
+// OnRecordMissing has fn run after each read of a record that finds none,
+// before the reader goes on: a test makes a job move on between a Get's
+// reads.
+func (r *Runner) OnRecordMissing(fn func(id string)) {
+	r.kv = missingRecord{KeyValue: r.kv, fn: fn}
+}
+
+type missingRecord struct {
+	jetstream.KeyValue
+	fn func(id string)
+}
+
+func (m missingRecord) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	e, err := m.KeyValue.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		m.fn(key)
+	}
+	return e, err
+}
+
+// OnMessageMissing has fn run after each read of a job's message that
+// finds none, before the reader goes on.
+func (r *Runner) OnMessageMissing(fn func(id string)) {
+	r.jobs = missingMessage{Stream: r.jobs, fn: fn, prefix: r.subject}
+}
+
+type missingMessage struct {
+	jetstream.Stream
+	fn     func(id string)
+	prefix string
+}
+
+func (m missingMessage) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	msg, err := m.Stream.GetLastMsgForSubject(ctx, subject)
+	if id, ok := strings.CutPrefix(subject, m.prefix); ok && errors.Is(err, jetstream.ErrMsgNotFound) {
+		m.fn(id)
+	}
+	return msg, err
+}

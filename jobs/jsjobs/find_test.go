@@ -2,50 +2,127 @@ package jsjobs_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestJetStreamGetAcrossAnEnd: a job that ends (its record written, its
-// message acked away) between Get's read of its record and its read of
-// its message is answered from its record, never unknown; so are Cancel
-// and Retry.
-func TestJetStreamGetAcrossAnEnd(t *testing.T) {
+// A job moves from its schedule to its message to its record while Get
+// reads those places one after the other: these make it move between two
+// reads, where a Get under load once saw it in none of them and answered
+// 404 for a job that had run.
+
+// TestGetFindsAJobThatEndsBetweenItsReads: a job whose end is recorded and
+// whose message is acked away after Get (or Cancel, or Retry) read no record and
+// before it reads the message is answered as it ended, not as not found.
+func TestGetFindsAJobThatEndsBetweenItsReads(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ask  func(r *jsjobs.Runner, id string) (jobs.Record, error)
+	}{
+		{"get", func(r *jsjobs.Runner, id string) (jobs.Record, error) { return r.Get(context.Background(), id) }},
+		{"retry", func(r *jsjobs.Runner, id string) (jobs.Record, error) {
+			rec, err := r.Retry(context.Background(), id)
+			if ended := (*jobs.EndedError)(nil); errors.As(err, &ended) && ended.State == rec.State {
+				err = nil // succeeded: nothing to retry, it answers the end
+			}
+			return rec, err
+		}},
+		{"cancel", func(r *jsjobs.Runner, id string) (jobs.Record, error) {
+			rec, _, err := r.Cancel(context.Background(), id)
+			if ended := (*jobs.EndedError)(nil); errors.As(err, &ended) && ended.State == rec.State {
+				err = nil // too late to cancel: it answers the end
+			}
+			return rec, err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := newCluster(t)
+			r := cl.runner(t, jsConfig())
+			rec := submit(t, r, jobstest.Factorial(5))
+			var moved atomic.Bool
+			r.OnRecordMissing(func(id string) {
+				if id == rec.ID && moved.CompareAndSwap(false, true) {
+					runToItsEnd(t, r, id)
+				}
+			})
+			got, err := c.ask(r, rec.ID)
+			if !moved.Load() {
+				t.Fatal("the job was not moved between the reads")
+			}
+			if err != nil || got.State != jobs.Succeeded {
+				t.Fatalf("a job that ended between the reads: %+v (%v), want succeeded", got, err)
+			}
+		})
+	}
+}
+
+// TestGetFindsAJobWhoseScheduleFiresBetweenItsReads: a job due later whose
+// schedule fires after Get read no message for it and before it reads the
+// schedule is answered queued, not as not found.
+func TestGetFindsAJobWhoseScheduleFiresBetweenItsReads(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
-	ctx := context.Background()
-	stream, err := c.js.Stream(ctx, "jobs")
+	spec := jobstest.Factorial(5)
+	spec.RunAt = time.Now().Add(2 * time.Second)
+	rec := submit2(t, r, spec)
+	stream, err := c.js.Stream(context.Background(), "jobs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range []struct {
-		name string
-		do   func(id string) (jobs.Record, error)
-	}{
-		{"Get", func(id string) (jobs.Record, error) { return r.Get(ctx, id) }},
-		{"Cancel", func(id string) (jobs.Record, error) { rec, _, err := r.Cancel(ctx, id); return rec, err }},
-		{"Retry", func(id string) (jobs.Record, error) { return r.Retry(ctx, id) }},
-	} {
-		job := submit(t, r, jobstest.Factorial(5))
-		r.SetBetweenReads(func(id string) {
-			r.SetBetweenReads(nil)
-			m, err := stream.GetLastMsgForSubject(ctx, "jobs."+id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The job runs and ends, then its message is acked away.
-			if err := r.HandleDelivery(ctx, m.Subject, m.Data); err != nil {
-				t.Fatal(err)
-			}
-			if err := stream.DeleteMsg(ctx, m.Sequence); err != nil {
-				t.Fatal(err)
-			}
-		})
-		rec, err := call.do(job.ID)
-		if rec.State != jobs.Succeeded {
-			t.Fatalf("%s of a job that ended between its reads: %+v, %v", call.name, rec, err)
+	var fired atomic.Bool
+	r.OnMessageMissing(func(id string) {
+		if id != rec.ID || !fired.CompareAndSwap(false, true) {
+			return
 		}
+		// Wait for the server to fire it: its message stored, the
+		// schedule purged.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			_, errAt := stream.GetLastMsgForSubject(context.Background(), "jobs-at."+id)
+			_, errJob := stream.GetLastMsgForSubject(context.Background(), "jobs."+id)
+			if errors.Is(errAt, jetstream.ErrMsgNotFound) && errJob == nil {
+				return
+			}
+		}
+		t.Error("the schedule did not fire within 10 s")
+	})
+	got, err := r.Get(context.Background(), rec.ID)
+	if !fired.Load() {
+		t.Fatalf("the schedule did not fire between the reads: %+v %v", got, err)
+	}
+	if err != nil || got.State != jobs.Queued {
+		t.Fatalf("a job whose schedule fired between the reads: %+v (%v), want queued", got, err)
+	}
+}
+
+// runToItsEnd runs job id as a Source does: its first delivery handled,
+// then acked, the ack confirmed (which removes the message).
+func runToItsEnd(t *testing.T, r *jsjobs.Runner, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	batch, err := r.Consumer().Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if m.Subject() != "jobs."+id {
+			t.Fatalf("delivered %s, want job %s", m.Subject(), id)
+		}
+		if err := r.HandleFirstDelivery(ctx, m.Subject(), m.Data()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if batch.Error() != nil {
+		t.Fatal(batch.Error())
 	}
 }

@@ -33,7 +33,9 @@ var errTimedOut = errors.New("job timed out")
 // job's failure: a job whose start cannot be recorded is handed back
 // (natsjs.Unavailable) with no attempt counted; after its run, the record
 // of its end is written again while the job's lease holds, rather than run
-// the job again.
+// the job again. Every write of the record is stored before Handle returns,
+// so before the message is acked away: Get finds a job that ends while it
+// reads by that order (find).
 //
 // A job's first delivery starts its run at once, reads the record meanwhile
 // (mark, off the run's slot) and writes nothing before the run's end: the

@@ -58,9 +58,7 @@ type Runner struct {
 
 	succeededTTL, failedTTL time.Duration
 
-	running      runs            // the jobs running here, for Cancel
-	betweenReads func(id string) // a test's, between find's reads
-
+	running  runs      // the jobs running here, for Cancel
 	listing  sync.Once // starts listed at the first List or Counts
 	listed   *tails    // the index List and Counts read; nil until then
 	bucket   string
@@ -408,37 +406,65 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 	return rec, err
 }
 
-// find reads a job: its record and the record's revision, or, for a job
-// without a record, its message's record and sequence (rev 0). A job ends
-// by writing its record, then acking its message away: a job that ended
-// between the record's read and the message's is read from its record
-// again, never answered unknown.
+// find reads job id where it is, and returns its record with the record's
+// revision, or, for a job without a record yet, what its waiting message
+// says with that message's stream sequence (the other number 0).
+//
+// A job moves forward through three places, and each move stores the next
+// place before it removes the last: its schedule (a job due later; the
+// server stores the message it fires, then purges the schedule), its
+// message, and its record (Handle returns, and the message is acked away,
+// only once the record's write is stored). Read in that order, the places
+// cannot miss a job that moves meanwhile. The record is read first all the
+// same, as most jobs asked for have ended; but then a job may move between
+// two reads and be in none of the places when each is read: its end
+// stored and its message acked between the reads of its record and its
+// message, or its schedule fired between the reads of its message and its
+// schedule. Found nowhere is therefore not an answer until the places are
+// read again in the order the job moves: its message, then its record.
+// Only a job found nowhere pays these two reads.
 func (r *Runner) find(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
 	rec, rev, err = r.load(ctx, id)
 	if !errors.Is(err, jobs.ErrNotFound) {
 		return rec, rev, 0, err
 	}
-	if r.betweenReads != nil {
-		r.betweenReads(id)
-	}
 	rec, seq, err = r.waiting(ctx, id)
 	if !errors.Is(err, jobs.ErrNotFound) {
 		return rec, 0, seq, err
 	}
+	// Not scheduled (any more): in the stream, or past it.
+	rec, seq, err = r.message(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	// Past the stream: its record was stored before its message went.
 	rec, rev, err = r.load(ctx, id)
 	return rec, rev, 0, err
 }
 
-// waiting reads a job that has no record yet from its message, and
-// returns that message's stream sequence: a job waiting in the stream is
-// queued, one delivered running (its first run writes its record at its
-// end), one due later scheduled.
+// waiting reads a job that has no record yet from its message, or from its
+// schedule when it has no message (yet), and returns that message's stream
+// sequence.
 func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, error) {
+	rec, seq, err := r.message(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		defer cancel()
+		return r.scheduled(ctx, id)
+	}
+	return rec, seq, err
+}
+
+// message reads a job that has no record yet from its message in the
+// stream, and returns that message's stream sequence: a job waiting there
+// is queued, one delivered running (its first run writes its record at
+// its end).
+func (r *Runner) message(ctx context.Context, id string) (jobs.Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	m, err := r.jobs.GetLastMsgForSubject(ctx, r.subject+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return r.scheduled(ctx, id)
+		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
 	if err != nil {
 		return jobs.Record{}, 0, storeError(err)

@@ -272,17 +272,50 @@ func (s *crewdSystem) Restart(ctx context.Context) (killed, restarted time.Time,
 }
 
 // StoreState counts the jobs accepted whose record, at its last answer,
-// was queued or running.
-func (s *crewdSystem) StoreState(context.Context) (int, string, error) {
+// was queued or running. A job that answered 404 is asked once more: a
+// 404 that a later answer contradicts was crewd's answer gone wrong, not
+// the job lost, and the detail says so.
+func (s *crewdSystem) StoreState(ctx context.Context) (int, string, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	open := 0
 	for n, id := range s.ids {
 		if id != "" && !s.final[n] {
 			open++
 		}
 	}
-	return open, fmt.Sprintf("crewd's records: %d queued or running, %d answered 404", open, len(s.notFound)), nil
+	var lost []string
+	for _, n := range s.notFound {
+		lost = append(lost, s.ids[n])
+	}
+	s.mu.Unlock()
+	detail := fmt.Sprintf("crewd's records: %d queued or running, %d answered 404", open, len(lost))
+	if len(lost) > 0 {
+		again := make([]string, len(lost))
+		for i, id := range lost {
+			again[i] = id + " " + s.askAgain(ctx, id)
+		}
+		detail += " (asked again: " + strings.Join(again, ", ") + ")"
+	}
+	return open, detail, nil
+}
+
+// askAgain is what crewd answers for job id now: its state, or the
+// status code.
+func (s *crewdSystem) askAgain(ctx context.Context, id string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/v1/jobs/"+id, nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var rec struct{ State string }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&rec) != nil {
+		return strconv.Itoa(resp.StatusCode)
+	}
+	return rec.State
 }
 
 func (s *crewdSystem) Stop() error {

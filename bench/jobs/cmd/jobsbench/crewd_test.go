@@ -14,7 +14,8 @@ import (
 // TestCrewdWaitAllReadsTheRecords drives crewdSystem's Enqueue and WaitAll
 // against a stand-in for crewd's API: every job answers queued, then
 // running, then its end; one answers 503 first (crewd restarting); one
-// answers 404 (lost); one ends failed (not counted as ended). The ends
+// answers 404 (lost), one 404 once and its end after (crewd's answer wrong);
+// one ends failed (not counted as ended). The ends
 // are the records' "finished" times and the runs their "attempts".
 func TestCrewdWaitAllReadsTheRecords(t *testing.T) {
 	const jobs = 20
@@ -40,9 +41,11 @@ func TestCrewdWaitAllReadsTheRecords(t *testing.T) {
 		n := polls[id]
 		mu.Unlock()
 		switch {
-		case id == fmt.Sprintf("%016x", 3):
+		case id == fmt.Sprintf("%016x", 3), id == fmt.Sprintf("%016x", 6) && n == 1:
 			w.WriteHeader(http.StatusNotFound)
 			fmt.Fprint(w, `{"error":"no job"}`)
+		case id == fmt.Sprintf("%016x", 6):
+			fmt.Fprintf(w, `{"id":%q,"state":"succeeded","attempts":1,"finished":%q}`, id, finished.Format(time.RFC3339Nano))
 		case id == fmt.Sprintf("%016x", 4) && n == 1:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case n == 1:
@@ -73,11 +76,13 @@ func TestCrewdWaitAllReadsTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := tr.summary()
-	if sum.Ended != jobs-2 || sum.Rerun != jobs-2 || !sum.Last.Equal(finished) {
-		t.Errorf("ended %d rerun %d last %v, want %d %d %v", sum.Ended, sum.Rerun, sum.Last, jobs-2, jobs-2, finished)
+	if sum.Ended != jobs-3 || sum.Rerun != jobs-3 || !sum.Last.Equal(finished) {
+		t.Errorf("ended %d rerun %d last %v, want %d %d %v", sum.Ended, sum.Rerun, sum.Last, jobs-3, jobs-3, finished)
 	}
+	// Each 404 asked again: one still 404, one a wrong answer (it is there).
 	n, state, err := s.StoreState(ctx)
-	if err != nil || n != 0 || !strings.Contains(state, "1 answered 404") {
+	if err != nil || n != 0 || !strings.Contains(state, "2 answered 404") ||
+		!strings.Contains(state, fmt.Sprintf("%016x 404", 3)) || !strings.Contains(state, fmt.Sprintf("%016x succeeded", 6)) {
 		t.Errorf("store state %d %q %v", n, state, err)
 	}
 }
