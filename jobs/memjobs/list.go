@@ -37,7 +37,7 @@ func (s *Store) Counts() jobs.Counts {
 	defer s.mu.Unlock()
 	n := make(jobs.Counts)
 	for _, e := range s.order {
-		n[e.record().State]++
+		n[e.record(s.now).State]++
 	}
 	return n
 }
@@ -58,7 +58,7 @@ func (s *Store) list(q jobs.Query, after uint64) jobs.Page {
 		if q.Kind != "" && e.kind != q.Kind {
 			continue
 		}
-		rec := e.record()
+		rec := e.record(s.now)
 		if q.State != "" && rec.State != q.State {
 			continue
 		}

@@ -26,7 +26,7 @@ func (r *Runner) Retry(_ context.Context, id string) (jobs.Record, error) {
 	if !ok {
 		return jobs.Record{}, jobs.ErrNotFound
 	}
-	rec := e.record()
+	rec := e.record(r.Store.now)
 	switch {
 	case !rec.State.Terminal():
 		return rec, nil
@@ -47,5 +47,5 @@ func (r *Runner) Retry(_ context.Context, id string) (jobs.Record, error) {
 	s.order = slices.DeleteFunc(s.order, func(o *entry) bool { return o == e })
 	e.submitted = s.now()
 	s.appendLocked(e)
-	return e.record(), nil
+	return e.record(r.Store.now), nil
 }

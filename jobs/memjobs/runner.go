@@ -44,7 +44,7 @@ func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, 
 	if !ok {
 		return jobs.Record{}, "", jobs.ErrNotFound
 	}
-	rec := e.record()
+	rec := e.record(r.Store.now)
 	switch {
 	case rec.State == jobs.Canceled:
 		return rec, rec.State, nil
@@ -59,7 +59,7 @@ func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, 
 	if cancel != nil {
 		cancel(errCanceled)
 	}
-	return e.record(), rec.State, nil
+	return e.record(r.Store.now), rec.State, nil
 }
 
 // Submit implements Runner.
@@ -80,7 +80,7 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 		r.Store.removeLocked(e.id)
 		return jobs.Record{}, err
 	}
-	return e.record(), nil
+	return e.record(r.Store.now), nil
 }
 
 // prepare checks spec as Submit does.
@@ -112,7 +112,9 @@ func (r *Runner) start(e *entry, job jobs.Prepared) error {
 		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: e.kind, Attempt: 1}))
 		u.mu.Lock()
 		defer u.mu.Unlock()
-		u.ended = r.Store.now()
+		if u.ended.IsZero() {
+			u.ended = r.Store.now()
+		}
 		if err == nil {
 			u.result = v
 		}
@@ -136,5 +138,5 @@ func (r *Runner) Get(_ context.Context, id string) (jobs.Record, error) {
 	if !ok {
 		return jobs.Record{}, jobs.ErrNotFound
 	}
-	return e.record(), nil
+	return e.record(r.Store.now), nil
 }

@@ -55,13 +55,13 @@ type run struct {
 
 	mu       sync.Mutex
 	result   json.RawMessage
-	ended    time.Time               // when its function returned
+	ended    time.Time               // when it ended (end)
 	canceled jobs.State              // the state a cancel found it in; "" if none
 	cancel   context.CancelCauseFunc // ends its run, once it runs
 }
 
-// record is e's record. s.mu must be held.
-func (e *entry) record() (r jobs.Record) {
+// record is e's record at now. s.mu must be held.
+func (e *entry) record(now func() time.Time) (r jobs.Record) {
 	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries}
 	r.Errors = slices.Clip(e.errors) // an append copies
 	defer func() { // the spec, for a retry, in the record of an end without success
@@ -87,21 +87,30 @@ func (e *entry) record() (r jobs.Record) {
 	}
 	if err := u.task.Err(); err != nil {
 		r.Error = err.Error()
-		// A run's error, once its function has returned: a job dropped
-		// unrun has no run, nor one still ignoring its timeout yet.
-		if r.State.Terminal() && ended.IsZero() {
-			u.mu.Lock()
-			ended = u.ended // set before the state became terminal
-			u.mu.Unlock()
-		}
-		if r.State.Terminal() && !ended.IsZero() {
-			r.Errors = append(r.Errors, jobs.AttemptError{Attempt: 1, Error: r.Error, At: ended})
+		// A run's error: a job dropped unrun had no run.
+		if r.State.Terminal() && r.State != jobs.NotRun {
+			r.Errors = append(r.Errors, jobs.AttemptError{Attempt: 1, Error: r.Error, At: u.end(ended, now)})
 			if n := len(r.Errors); n > jobs.MaxErrors {
 				r.Errors = r.Errors[n-jobs.MaxErrors:]
 			}
 		}
 	}
 	return r
+}
+
+// end is when u ended: when its function returned, or, for a run that
+// ended first (by its timeout) or never started (canceled while queued),
+// when its end was first seen.
+func (u *run) end(ended time.Time, now func() time.Time) time.Time {
+	if !ended.IsZero() {
+		return ended
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ended.IsZero() {
+		u.ended = now()
+	}
+	return u.ended
 }
 
 func (e *entry) finished() bool { return e.run.task != nil && e.run.task.State().Terminal() }
