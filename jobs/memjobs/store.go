@@ -64,7 +64,8 @@ type run struct {
 func (e *entry) record(now func() time.Time) (r jobs.Record) {
 	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries}
 	r.Errors = slices.Clip(e.errors) // an append copies
-	defer func() { // the spec, for a retry, in the record of an end without success
+	// The spec, for a retry, in the record of an end without success.
+	defer func() {
 		if r.State.Terminal() && r.State != jobs.Succeeded {
 			spec := e.spec
 			r.Spec = &spec
