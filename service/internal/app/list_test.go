@@ -99,4 +99,3 @@ func scrape(t *testing.T, c *crewd) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
-
