@@ -34,7 +34,7 @@ func (a *API) retryJob(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ended):
 		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s has %s: only a failed, timed_out, canceled or not_run job is retried", id, ended.State))
 	case errors.Is(err, jobs.ErrNoSpec):
-		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s (%s): %v", id, rec.State, err))
+		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s cannot run again: %v", id, err))
 	case errors.As(err, &invalid):
 		// Its kind or its bounds changed since it was accepted.
 		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s cannot run again: %s", id, invalid.Reason))
