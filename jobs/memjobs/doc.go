@@ -4,5 +4,7 @@
 // store refuses a job rather than lose it. It passes the same tests as
 // jsjobs, for a program's tests and for one process that may lose its jobs
 // (crewd with -nats-url=off). A job runs once there: a failure is final
-// (the JetStream store retries).
+// (the JetStream store retries with backoff) until Retry runs it again.
+// Its jobs list newest first by their latest submission (jobs.Lister),
+// not by their latest change of state as the JetStream store's do.
 package memjobs

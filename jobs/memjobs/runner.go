@@ -24,6 +24,8 @@ type Runner struct {
 var (
 	_ jobs.KeyedRunner = (*Runner)(nil)
 	_ jobs.Canceler    = (*Runner)(nil)
+	_ jobs.Lister      = (*Runner)(nil)
+	_ jobs.Retrier     = (*Runner)(nil)
 )
 
 // errCanceled ends a job's task when the job was canceled.
@@ -36,70 +38,93 @@ func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, 
 	if !jobs.ValidID(id) {
 		return jobs.Record{}, "", jobs.ErrNotFound
 	}
-	e, ok := r.Store.get(id)
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	e, ok := r.Store.byID[id]
 	if !ok {
 		return jobs.Record{}, "", jobs.ErrNotFound
 	}
-	r.Store.mu.Lock()
-	defer r.Store.mu.Unlock()
-	rec := e.record()
+	rec := e.record(r.Store.now)
 	switch {
 	case rec.State == jobs.Canceled:
 		return rec, rec.State, nil
 	case rec.State.Terminal():
 		return rec, rec.State, &jobs.EndedError{State: rec.State}
 	}
-	e.mu.Lock()
-	e.canceled = rec.State
-	cancel := e.cancel
-	e.mu.Unlock()
+	u := e.run
+	u.mu.Lock()
+	u.canceled = rec.State
+	cancel := u.cancel
+	u.mu.Unlock()
 	if cancel != nil {
 		cancel(errCanceled)
 	}
-	return e.record(), rec.State, nil
+	return e.record(r.Store.now), rec.State, nil
 }
 
 // Submit implements Runner.
 func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) {
-	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
+	job, err := r.prepare(spec)
 	if err != nil {
 		return jobs.Record{}, err
 	}
-	if !job.RunAt.IsZero() {
-		return jobs.Record{}, &jobs.InvalidError{Reason: `"run_at": a job due later needs the JetStream store; in memory every job runs now`}
-	}
-	e := &entry{id: jobs.NewID(), kind: spec.Kind, created: r.Store.now()}
+	e := &entry{id: jobs.NewID(), kind: spec.Kind, spec: spec, run: &run{}}
 	// The record exists before the task can end, so that every accepted
 	// job has one.
 	if err := r.Store.add(e); err != nil {
 		return jobs.Record{}, err
 	}
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	if err := r.start(e, job); err != nil {
+		r.Store.removeLocked(e.id)
+		return jobs.Record{}, err
+	}
+	return e.record(r.Store.now), nil
+}
+
+// prepare checks spec as Submit does.
+func (r *Runner) prepare(spec jobs.Spec) (jobs.Prepared, error) {
+	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
+	if err != nil {
+		return jobs.Prepared{}, err
+	}
+	if !job.RunAt.IsZero() {
+		return jobs.Prepared{}, &jobs.InvalidError{Reason: `"run_at": a job due later needs the JetStream store; in memory every job runs now`}
+	}
+	return job, nil
+}
+
+// start submits e's run, e.run, to the pool. r.Store.mu must be held: no
+// one reads e.run's task before it is set.
+func (r *Runner) start(e *entry, job jobs.Prepared) error {
+	u := e.run
 	t, err := r.Pool.TrySubmit(func(ctx context.Context) error {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		e.mu.Lock()
-		if e.canceled != "" {
-			e.mu.Unlock()
+		u.mu.Lock()
+		if u.canceled != "" {
+			u.mu.Unlock()
 			return errCanceled // canceled while queued: never runs
 		}
-		e.cancel = cancel
-		e.mu.Unlock()
-		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: spec.Kind, Attempt: 1}))
+		u.cancel = cancel
+		u.mu.Unlock()
+		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: e.kind, Attempt: 1}))
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.ended.IsZero() {
+			u.ended = r.Store.now()
+		}
 		if err == nil {
-			e.mu.Lock()
-			e.result = v
-			e.mu.Unlock()
+			u.result = v
 		}
 		return err
-	}, crew.Named("job:"+spec.Kind), crew.Timeout(job.Timeout))
+	}, crew.Named("job:"+e.kind), crew.Timeout(job.Timeout))
 	if err != nil {
-		r.Store.remove(e.id)
-		return jobs.Record{}, err
+		return err
 	}
-	r.Store.mu.Lock()
-	e.task = t
-	r.Store.mu.Unlock()
-	return e.record(), nil
+	u.task = t
+	return nil
 }
 
 // Get implements Runner.
@@ -107,11 +132,11 @@ func (r *Runner) Get(_ context.Context, id string) (jobs.Record, error) {
 	if !jobs.ValidID(id) {
 		return jobs.Record{}, jobs.ErrNotFound
 	}
-	e, ok := r.Store.get(id)
+	r.Store.mu.Lock()
+	defer r.Store.mu.Unlock()
+	e, ok := r.Store.byID[id]
 	if !ok {
 		return jobs.Record{}, jobs.ErrNotFound
 	}
-	r.Store.mu.Lock()
-	defer r.Store.mu.Unlock()
-	return e.record(), nil
+	return e.record(r.Store.now), nil
 }

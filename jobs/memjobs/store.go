@@ -14,7 +14,8 @@ import (
 
 // Store keeps job records in memory, bounded by count and by age. Only
 // finished jobs' records are evicted: the oldest first when the count is
-// reached, and any older than the TTL. Evictions are logged with their ids
+// reached, and any older than the TTL, a record's age counted from its
+// job's latest submission (its creation, or its latest retry). Evictions are logged with their ids
 // and counted by reason, so that a client's 404 can be explained.
 type Store struct {
 	max     int
@@ -25,49 +26,95 @@ type Store struct {
 
 	mu    sync.Mutex
 	byID  map[string]*entry
-	order []*entry          // by creation, oldest first
+	order []*entry          // by latest submission (seq), oldest first
+	seq   uint64            // the latest submission's
 	keys  map[string]*entry // by idempotency key hash, while their records are kept
 
 	keyMu sync.Mutex // one keyed submit at a time
 }
 
 type entry struct {
-	id, kind string
-	created  time.Time
-	key, req string     // the hash of its idempotency key, and of its request
-	task     *crew.Task // nil until submitted
+	id, kind  string
+	created   time.Time
+	submitted time.Time // its latest submission (its creation, or its latest retry): ages go by it
+	seq       uint64    // the order of its latest submission: lists go by it
+	spec      jobs.Spec // kept for Retry
+	key, req  string    // the hash of its idempotency key, and of its request
+
+	// Guarded by Store.mu.
+	run     *run                // the latest run
+	retries int                 // the times Retry ran it again
+	errors  []jobs.AttemptError // the errors of its earlier runs, oldest first
+}
+
+// run is one submission of a job to the pool: a retry makes a new one, so
+// that an earlier run still ending (a canceled run that ignores its
+// context) writes only to its own.
+type run struct {
+	task *crew.Task // nil until submitted; guarded by Store.mu
 
 	mu       sync.Mutex
 	result   json.RawMessage
+	ended    time.Time               // when it ended (end)
 	canceled jobs.State              // the state a cancel found it in; "" if none
 	cancel   context.CancelCauseFunc // ends its run, once it runs
 }
 
-func (e *entry) record() jobs.Record {
-	r := jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created}
-	e.mu.Lock()
-	was := e.canceled
-	e.mu.Unlock()
+// record is e's record at now. s.mu must be held.
+func (e *entry) record(now func() time.Time) (r jobs.Record) {
+	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries}
+	r.Errors = slices.Clip(e.errors) // an append copies
+	// The spec, for a retry, in the record of an end without success.
+	defer func() {
+		if r.State.Terminal() && r.State != jobs.Succeeded {
+			spec := e.spec
+			r.Spec = &spec
+		}
+	}()
+	u := e.run
+	u.mu.Lock()
+	was, result, ended := u.canceled, u.result, u.ended
+	u.mu.Unlock()
 	if was != "" {
 		r.State, r.Error, r.CanceledWhile = jobs.Canceled, "canceled while "+string(was), was
 		return r
 	}
-	if e.task == nil {
+	if u.task == nil {
 		return r
 	}
-	r.State = stateOf(e.task.State())
+	r.State = stateOf(u.task.State())
 	if r.State == jobs.Succeeded {
-		e.mu.Lock()
-		r.Result = e.result
-		e.mu.Unlock()
+		r.Result = result
 	}
-	if err := e.task.Err(); err != nil {
+	if err := u.task.Err(); err != nil {
 		r.Error = err.Error()
+		// A run's error: a job dropped unrun had no run.
+		if r.State.Terminal() && r.State != jobs.NotRun {
+			r.Errors = append(r.Errors, jobs.AttemptError{Attempt: 1, Error: r.Error, At: u.end(ended, now)})
+			if n := len(r.Errors); n > jobs.MaxErrors {
+				r.Errors = r.Errors[n-jobs.MaxErrors:]
+			}
+		}
 	}
 	return r
 }
 
-func (e *entry) finished() bool { return e.task != nil && e.task.State().Terminal() }
+// end is when u ended: when its function returned, or, for a run that
+// ended first (by its timeout) or never started (canceled while queued),
+// when its end was first seen.
+func (u *run) end(ended time.Time, now func() time.Time) time.Time {
+	if !ended.IsZero() {
+		return ended
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ended.IsZero() {
+		u.ended = now()
+	}
+	return u.ended
+}
+
+func (e *entry) finished() bool { return e.run.task != nil && e.run.task.State().Terminal() }
 
 // NewStore returns a store of at most max records, finished ones kept ttl.
 // onEvict, if not nil, is told of every eviction (for a metric).
@@ -75,13 +122,14 @@ func NewStore(max int, ttl time.Duration, log *slog.Logger, onEvict func(reason 
 	return &Store{max: max, ttl: ttl, now: time.Now, log: log, onEvict: onEvict, byID: make(map[string]*entry)}
 }
 
-// add keeps e, evicting what it must first; ErrFull when no room
-// can be made.
+// add keeps e, created now, evicting what it must first; ErrFull when no
+// room can be made.
 func (s *Store) add(e *entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	s.evictLocked("age", func(e *entry) bool { return now.Sub(e.created) > s.ttl })
+	e.created, e.submitted = now, now
+	s.evictLocked("age", func(e *entry) bool { return now.Sub(e.submitted) > s.ttl })
 	if len(s.order) >= s.max {
 		n := len(s.order) - s.max + 1
 		s.evictLocked("count", func(*entry) bool {
@@ -93,8 +141,16 @@ func (s *Store) add(e *entry) error {
 		return jobs.ErrFull
 	}
 	s.byID[e.id] = e
-	s.order = append(s.order, e)
+	s.appendLocked(e)
 	return nil
+}
+
+// appendLocked files e last in s.order, as submitted now. s.mu must be
+// held.
+func (s *Store) appendLocked(e *entry) {
+	s.seq++
+	e.seq = s.seq
+	s.order = append(s.order, e)
 }
 
 // evictLocked drops, oldest first, the finished records that pick chooses.
@@ -121,10 +177,9 @@ func (s *Store) evictLocked(reason string, pick func(*entry) bool) {
 	}
 }
 
-// remove forgets a record whose job was refused after all.
-func (s *Store) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// removeLocked forgets a record whose job was refused after all. s.mu
+// must be held.
+func (s *Store) removeLocked(id string) {
 	if e, ok := s.byID[id]; ok {
 		s.dropKey(e)
 	}
@@ -164,24 +219,6 @@ func (s *Store) setKey(id, key, req string) {
 	}
 	e.key, e.req = key, req
 	s.keys[key] = e
-}
-
-func (s *Store) get(id string) (*entry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.byID[id]
-	return e, ok
-}
-
-// Counts returns how many records are in each state.
-func (s *Store) Counts() map[jobs.State]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := make(map[jobs.State]int)
-	for _, e := range s.order {
-		n[e.record().State]++
-	}
-	return n
 }
 
 // stateOf maps a task's state to the job's.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"math/bits"
 	"mime"
@@ -82,13 +83,7 @@ func (a *API) cutContext() context.Context {
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	route := func(pattern string, methods map[string]http.HandlerFunc) {
-		allow := ""
-		for m := range methods {
-			if allow != "" {
-				allow += ", "
-			}
-			allow += m
-		}
+		allow := strings.Join(slices.Sorted(maps.Keys(methods)), ", ")
 		mux.Handle(pattern, a.wrap(pattern, func(w http.ResponseWriter, r *http.Request) {
 			h, ok := methods[r.Method]
 			if !ok && r.Method == http.MethodHead {
@@ -103,8 +98,11 @@ func (a *API) Handler() http.Handler {
 		}))
 	}
 	route("/v1/factorial", map[string]http.HandlerFunc{http.MethodPost: a.factorial})
-	route("/v1/jobs", map[string]http.HandlerFunc{http.MethodPost: a.postJob})
+	route("/v1/jobs", map[string]http.HandlerFunc{http.MethodPost: a.postJob, http.MethodGet: a.listJobs})
+	// "counts" is no job id (jobs.ValidID): the literal route takes it.
+	route("/v1/jobs/counts", map[string]http.HandlerFunc{http.MethodGet: a.jobCounts})
 	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob, http.MethodDelete: a.cancelJob})
+	route("/v1/jobs/{id}/retry", map[string]http.HandlerFunc{http.MethodPost: a.retryJob})
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {

@@ -210,3 +210,42 @@ func TestIdempotencyKey(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileListQueries: a list query built to hurt (a huge cursor, a
+// query string past the headers' bound, wildcards and NULs in the kind,
+// thousands of unknown parameters) gets a short JSON answer that names the
+// parameter, or an empty list: never an echo of its kilobytes, never a
+// subject wildcard matched.
+func TestHostileListQueries(t *testing.T) {
+	f := newFixture(t)
+	id := idOf(t, f)
+	for _, tc := range []struct {
+		name, query string
+		code        int
+		says        string
+	}{
+		{"a 60 KB cursor", "after=" + strings.Repeat("9", 60<<10), 400, `"after" "` + strings.Repeat("9", 40) + `": not a cursor this list gave`},
+		{"a query string past the headers' bound", "after=" + strings.Repeat("a", 70<<10), 431, "request line and headers of about"},
+		{"a kind of 300 bytes", "kind=" + strings.Repeat("k", 300), 400, `"kind" of 300 bytes: want at most 200`},
+		{"5,000 unknown parameters", strings.Repeat("x=1&", 2500) + strings.Repeat("y=&", 2500), 400, `unknown query parameter "x", "y": want only`},
+		{"a parameter 1,000 times", strings.Repeat("limit=1&", 1000), 400, `"limit" given 1000 times`},
+		{"a NUL in a parameter's name", "st%00ate=failed", 400, `unknown query parameter "st\x00ate"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.do(t, "GET", "/v1/jobs?"+tc.query, "")
+			msg, _ := a.body["error"].(string)
+			if a.code != tc.code || !strings.Contains(msg, tc.says) || len(msg) > 400 {
+				t.Fatalf("%d %.300q, want %d saying %q in at most 400 bytes", a.code, msg, tc.code, tc.says)
+			}
+		})
+	}
+	for _, kind := range []string{"*", "a.>", ">", "factorial.*", "%00", "factorial%00", "sleep%20", "%2A"} {
+		a := f.do(t, "GET", "/v1/jobs?kind="+kind, "")
+		if jobs, _ := a.body["jobs"].([]any); a.code != 200 || len(jobs) != 0 {
+			t.Fatalf("kind=%s: %d %v, want no job", kind, a.code, a.body)
+		}
+	}
+	if a := f.do(t, "GET", "/v1/jobs?kind=factorial", ""); len(a.body["jobs"].([]any)) != 1 {
+		t.Fatalf("kind=factorial after the wildcards: %v, want the job %s", a.body, id)
+	}
+}

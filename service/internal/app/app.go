@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/config"
@@ -158,6 +159,9 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	}
 	a.Jobs, a.Ready, a.Live = js.Jobs(), js.Ready, js.Live
 	reg.MustRegister(js.Collectors()...)
+	if lister, ok := js.Jobs().(jobs.Lister); ok {
+		reg.MustRegister(api.NewJobCounts(lister, api.CountTimeout))
+	}
 	where := js.Where()
 	fmt.Fprintf(human, "crewd (pid %[4]d): API on http://%[1]s, metrics on http://%[2]s/metrics, jobs in %[3]s; try\n"+
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+

@@ -181,8 +181,10 @@ func TestMainInMemory(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(b), "crew_queue_capacity{pool=\"crewd\"}") {
-		t.Fatalf("/metrics has no crew_queue_capacity{pool=\"crewd\"}:\n%.500s", b)
+	for _, want := range []string{"crew_queue_capacity{pool=\"crewd\"}", "crewd_jobs{state=\"succeeded\"} 1", "crewd_jobs_counted 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("/metrics has no %s:\n%.500s", want, b)
+		}
 	}
 	if code := c.term(t); code != app.ExitOK {
 		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, c.logs)
