@@ -10,8 +10,9 @@ import (
 // stores are.
 type Lister interface {
 	Runner
-	// List returns a page of jobs, newest first (by the time of their
-	// latest change), and the cursor of the next page. A Query that
+	// List returns a page of jobs, newest first (jsjobs: by the store's
+	// time of each job's latest change; memjobs: of its latest
+	// submission), and the cursor of the next page. A Query that
 	// Validate refuses, or a cursor this store did not make, is an
 	// *InvalidError naming the field.
 	List(ctx context.Context, q Query) (Page, error)

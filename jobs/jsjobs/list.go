@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
@@ -16,11 +17,12 @@ func (r *Runner) tails() *tails {
 
 // List implements jobs.Lister, from this process's index of the jobs
 // (index.go), which costs no store write: its first call reads the
-// stream and the bucket from their start (a second or so a million
-// records) and follows them after, so that a job changed on another
-// process is listed in its new state a tailEvery later. The page's
-// records are then read from the store as Get reads them; one that has
-// changed state meanwhile is left out.
+// stream and the bucket from their start and follows them after; each
+// call has the index read them up to their end first (two batched reads,
+// at most syncWait), so that a job is listed as it is when List is
+// called, on whichever process it last changed. The page's records are
+// then read from the store as Get reads them; one that has changed state
+// meanwhile is left out.
 func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	if err := q.Validate(); err != nil {
 		return jobs.Page{}, err
@@ -36,6 +38,7 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	if err := r.loaded(ctx, t); err != nil {
 		return jobs.Page{}, err
 	}
+	r.synced(ctx, t)
 	var delivered uint64
 	if q.State == "" || q.State == jobs.Queued || q.State == jobs.Running {
 		delivered = r.delivered(ctx)
@@ -60,7 +63,20 @@ func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
 	if err := r.loaded(ctx, t); err != nil {
 		return nil, err
 	}
+	r.synced(ctx, t)
 	return t.index.counts(r.delivered(ctx)), nil
+}
+
+// syncWait bounds how long List and Counts wait for the index to read
+// the stores up to their end; past it (the store slow or out) they answer
+// from the index as it is.
+const syncWait = 500 * time.Millisecond
+
+// synced has the index read the stores up to now, for at most syncWait.
+func (r *Runner) synced(ctx context.Context, t *tails) {
+	ctx, cancel := context.WithTimeout(ctx, syncWait)
+	defer cancel()
+	t.sync(ctx)
 }
 
 // loaded waits, at most a store timeout, for the index to have read the

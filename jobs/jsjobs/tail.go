@@ -33,7 +33,8 @@ const headerRetryOf = "Crew-Retry-Of"
 // tails follows the jobs' stream and the records' bucket into an index.
 type tails struct {
 	index  *index
-	ready  chan struct{} // closed once both tails have caught up once
+	ready  chan struct{}        // closed once both tails have caught up once
+	syncs  []chan chan struct{} // a tail's: closes the channel it is given once caught up after
 	stop   context.CancelFunc
 	done   sync.WaitGroup
 	expire func() // drops the records expired by now
@@ -61,8 +62,10 @@ func (r *Runner) follow(bucket string) *tails {
 		{r.stream, r.applyMsg(t.index)},
 		{"KV_" + bucket, r.applyRecord(t.index)},
 	} {
+		syncs := make(chan chan struct{})
+		t.syncs = append(t.syncs, syncs)
 		t.done.Go(func() {
-			read(ctx, r.js.Conn(), api+"DIRECT.GET."+tl.stream, r.storeTimeout, tl.apply, caught.Done, t.expire)
+			read(ctx, r.js.Conn(), api+"DIRECT.GET."+tl.stream, r.storeTimeout, tl.apply, caught.Done, t.expire, syncs)
 		})
 	}
 	t.done.Go(func() { caught.Wait(); close(t.ready) })
@@ -73,6 +76,29 @@ func (r *Runner) follow(bucket string) *tails {
 func (t *tails) close() {
 	t.stop()
 	t.done.Wait()
+}
+
+// sync has each tail read its stream up to its end now, and waits for
+// them, or for ctx: so that a List answers the jobs as they are when it is
+// called, wherever they were last changed.
+func (t *tails) sync(ctx context.Context) {
+	var all []chan struct{}
+	for _, s := range t.syncs {
+		done := make(chan struct{})
+		select {
+		case s <- done:
+			all = append(all, done)
+		case <-ctx.Done():
+			return
+		}
+	}
+	for _, done := range all {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // wait waits until the index has caught up with the stores once.
@@ -87,9 +113,11 @@ func (t *tails) wait(ctx context.Context) error {
 
 // read follows one stream: apply is given each message and its sequence,
 // caught is called when the first catch-up is done, and tick when caught
-// up, before each wait.
-func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration, apply func(*nats.Msg, uint64), caught, tick func()) {
+// up, before each wait; a channel received from syncs is closed once the
+// tail has caught up after it came.
+func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration, apply func(*nats.Msg, uint64), caught, tick func(), syncs <-chan chan struct{}) {
 	next := uint64(1)
+	var waiting []chan struct{}
 	var once sync.Once
 	defer once.Do(caught) // so that the index's waiters go on after a close
 	lastTick := time.Now()
@@ -104,6 +132,10 @@ func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Durat
 			wait = time.Second
 		case n == 0 || pending == 0:
 			once.Do(caught)
+			for _, w := range waiting {
+				close(w)
+			}
+			waiting = waiting[:0]
 			if time.Since(lastTick) > 10*time.Second {
 				tick()
 				lastTick = time.Now()
@@ -115,6 +147,8 @@ func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Durat
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
+			case w := <-syncs:
+				waiting = append(waiting, w)
 			}
 		} else if ctx.Err() != nil {
 			return

@@ -299,6 +299,9 @@ func (d *Durable) Close(log *slog.Logger) {
 		lag, lagErr = d.source.Lag(ctx)
 		cancel()
 	}
+	if d.runner != nil {
+		_ = d.runner.Close() // its index's tails and its cancels' subscription
+	}
 	if d.nc != nil {
 		d.closing.Store(true)
 		_ = d.nc.FlushTimeout(time.Second)
