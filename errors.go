@@ -161,6 +161,16 @@ func atIndex(i int, err *error) {
 	}
 }
 
+// atIndexOf is atIndex for a run of elements (split.calls): the element
+// is the one *i is on when the run ends.
+func atIndexOf(i *int64, err *error) {
+	if v := recover(); v != nil {
+		*err = &IndexError{Index: int(*i), Err: panicError("", v)}
+	} else if *err != nil {
+		*err = &IndexError{Index: int(*i), Err: *err}
+	}
+}
+
 // elementPanic is the panic an element's error carries (atIndex wraps it
 // in an *IndexError), named name if it has no name of its own, or nil.
 func elementPanic(err error, name string) *PanicError {

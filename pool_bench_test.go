@@ -183,13 +183,14 @@ func BenchmarkGoObserver(b *testing.B) {
 }
 
 // BenchmarkForEach runs ForEach and Map over slices of small CPU tasks
-// (cpuTask, about 72 ns) beside the plain loop over the same slice: the
-// data-parallel path must beat the loop on a batch large enough to share,
-// and cost about what the loop costs on a tiny one.
+// (cpuTask, about 72 ns) beside the plain loop over the same slice and the
+// hand-split floor: the data-parallel path must beat the loop on a batch
+// large enough to share, cost about what the loop costs on a tiny one, and
+// come close to the floor, which no pool can beat.
 func BenchmarkForEach(b *testing.B) {
 	p, _ := crew.New()
 	defer p.Close()
-	for _, n := range []int{10, 100, 1024, 4096} {
+	for _, n := range []int{10, 100, 1024, 4096, 16384} {
 		in := make([]int, n)
 		out := make([]uint64, n)
 		b.Run(fmt.Sprintf("n=%d/sequential", n), func(b *testing.B) {
@@ -198,6 +199,14 @@ func BenchmarkForEach(b *testing.B) {
 				for i := range in {
 					out[i] = cpuTask()
 				}
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/floor", n), func(b *testing.B) {
+			run, stop := handSplit(runtime.GOMAXPROCS(0), n, func(i int) { out[i] = cpuTask() })
+			defer stop()
+			b.ReportAllocs()
+			for b.Loop() {
+				run()
 			}
 		})
 		b.Run(fmt.Sprintf("n=%d/ForEach", n), func(b *testing.B) {
@@ -218,4 +227,40 @@ func BenchmarkForEach(b *testing.B) {
 			}
 		})
 	}
+}
+
+// handSplit is the floor for a data-parallel batch of n elements: workers
+// goroutines started once, each owning a fixed contiguous share; run does
+// one batch (a send to each, a receive from each) and stop ends them. No
+// queue, no claiming, no allocation per batch.
+func handSplit(workers, n int, elem func(int)) (run, stop func()) {
+	workers = min(workers, n)
+	start := make([]chan struct{}, workers)
+	done := make(chan struct{}, workers)
+	for w := range workers {
+		start[w] = make(chan struct{})
+		lo, hi := w*n/workers, (w+1)*n/workers
+		go func() {
+			for range start[w] {
+				for i := lo; i < hi; i++ {
+					elem(i)
+				}
+				done <- struct{}{}
+			}
+		}()
+	}
+	run = func() {
+		for _, c := range start {
+			c <- struct{}{}
+		}
+		for range start {
+			<-done
+		}
+	}
+	stop = func() {
+		for _, c := range start {
+			close(c)
+		}
+	}
+	return run, stop
 }

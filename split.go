@@ -232,11 +232,12 @@ func (s *split) span(lo, hi int64) (State, bool) {
 	g, p := &s.g, s.p
 	state := Succeeded
 	for i := lo; i < hi; i++ {
-		if g.ctx.Err() != nil || p.level.Load() >= levelSoft {
+		err, stopped := s.calls(&i, hi)
+		if stopped {
 			s.abandon()
 			return state, false
 		}
-		if err := s.call(int(i)); err != nil {
+		if err != nil { // element i failed: record it and go on after it
 			if pe := elementPanic(err, g.name); pe != nil {
 				p.panicked(pe)
 				state = Panicked
@@ -249,9 +250,25 @@ func (s *split) span(lo, hi int64) (State, bool) {
 	return state, true
 }
 
-func (s *split) call(i int) (err error) {
-	defer atIndex(i, &err)
-	return s.body(s.g.ctx, i)
+// calls runs the elements from *i up to hi, checking before each the
+// group's context (the first error without JoinErrors, the parent
+// context, a hard stop) and the pool's stopping level (a soft stop runs no
+// new element). It returns at the first element that fails or panics,
+// with *i on it and its error as an *IndexError; stopped if a check said
+// stop; else with *i at hi. One deferred recover serves the whole run of
+// elements, not one per element.
+func (s *split) calls(i *int64, hi int64) (err error, stopped bool) {
+	defer atIndexOf(i, &err)
+	g, p := &s.g, s.p
+	for ; *i < hi; *i++ {
+		if g.ctx.Err() != nil || p.level.Load() >= levelSoft {
+			return nil, true
+		}
+		if err = s.body(g.ctx, int(*i)); err != nil {
+			return err, false
+		}
+	}
+	return nil, false
 }
 
 // abandon records why the elements left will not run: the cause of the

@@ -101,7 +101,7 @@ func BenchmarkS2CPU(b *testing.B) {
 }
 
 // S2MapBatches are the batch sizes of S2's Map and ForEach contenders.
-var S2MapBatches = []int{10, 100, 1024, 4096}
+var S2MapBatches = []int{10, 100, 1024, 4096, 16384}
 
 // BenchmarkS2Map: S2's work as a data-parallel batch, out[i] = Elem(in[i])
 // over a slice, by each of Batches on GOMAXPROCS workers (pools started
