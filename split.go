@@ -232,7 +232,7 @@ func (s *split) span(lo, hi int64) (State, bool) {
 	g, p := &s.g, s.p
 	state := Succeeded
 	for i := lo; i < hi; i++ {
-		err, stopped := s.calls(&i, hi)
+		stopped, err := s.calls(&i, hi)
 		if stopped {
 			s.abandon()
 			return state, false
@@ -257,18 +257,18 @@ func (s *split) span(lo, hi int64) (State, bool) {
 // with *i on it and its error as an *IndexError; stopped if a check said
 // stop; else with *i at hi. One deferred recover serves the whole run of
 // elements, not one per element.
-func (s *split) calls(i *int64, hi int64) (err error, stopped bool) {
+func (s *split) calls(i *int64, hi int64) (stopped bool, err error) {
 	defer atIndexOf(i, &err)
 	g, p := &s.g, s.p
 	for ; *i < hi; *i++ {
 		if g.ctx.Err() != nil || p.level.Load() >= levelSoft {
-			return nil, true
+			return true, nil
 		}
 		if err = s.body(g.ctx, int(*i)); err != nil {
-			return err, false
+			return false, err
 		}
 	}
-	return nil, false
+	return false, nil
 }
 
 // abandon records why the elements left will not run: the cause of the
