@@ -250,7 +250,11 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": rec.ID, "state": string(rec.State)})
+	answer := map[string]any{"id": rec.ID, "state": rec.State}
+	if !rec.RunAt.IsZero() {
+		answer["run_at"] = rec.RunAt // when a scheduled job is due
+	}
+	writeJSON(w, http.StatusAccepted, answer)
 }
 
 // jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its

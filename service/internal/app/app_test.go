@@ -293,9 +293,14 @@ func TestMainEmbeddedKeepsJobs(t *testing.T) {
 func TestMainSchedulesJobsAcrossAStop(t *testing.T) {
 	dir := t.TempDir()
 	c := start(t, "-data-dir", dir)
-	var rec struct{ ID, State string }
-	if code := c.do(t, "POST", c.api+"/v1/jobs", `{"kind":"factorial","n":5,"delay":"3s"}`, &rec); code != http.StatusAccepted || rec.State != "scheduled" {
-		t.Fatalf("POST a job due in 3 s: %d %+v", code, rec)
+	var rec struct {
+		ID, State string
+		RunAt     time.Time `json:"run_at"`
+	}
+	before := time.Now()
+	if code := c.do(t, "POST", c.api+"/v1/jobs", `{"kind":"factorial","n":5,"delay":"3s"}`, &rec); code != http.StatusAccepted || rec.State != "scheduled" ||
+		rec.RunAt.Before(before.Add(3*time.Second)) {
+		t.Fatalf("POST a job due in 3 s: %d %+v, want scheduled with its run_at", code, rec)
 	}
 	posted := time.Now()
 	var got struct {
