@@ -5,8 +5,10 @@
 # trace collector), then crewload posts sleep jobs of 5-20 ms from 64
 # clients to crewd1 while all three replicas run them, and waits for every
 # one to end. It prints jobs/s accepted, jobs/s ended, the ideal (48
-# workers / mean sleep), the share of it measured, and the p50/p99 of
-# POST /v1/jobs. The project is torn down ("down -v") at the end.
+# workers / mean sleep), the share of it measured, the p50/p99 of
+# POST /v1/jobs, and the replicated writes a job (messages the jobs' stream
+# and the records' bucket stored, and the consumer's acks, read from nats1's
+# monitor before and after each round). The project is torn down ("down -v") at the end.
 # Tracing stays as the compose file sets it (every request sampled);
 # CREW_TRACE_RATIO=0.1 or CREW_OTLP_ENDPOINT= change that.
 # Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3]
@@ -44,7 +46,29 @@ for s in crewd1 crewd2 crewd3; do
   [ -n "$a" ] || { echo "jobs-bench: $s not ready" >&2; "${dc[@]}" -p "$project" logs --tail 20 >&2; exit 1; }
   [ "$s" = crewd1 ] && url="http://$a"
 done
+# The replicated writes a job, from nats1's monitor: the messages the jobs'
+# stream and the records' bucket stored and the acks the consumer took
+# (its ack floor), before and after each round, divided by the jobs.
+monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
+counters() {
+  curl -fs "http://$monitor/jsz?accounts=true&streams=true&consumers=true" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+msgs = acks = 0
+for a in d.get("account_details", []):
+    for s in a.get("stream_detail", []):
+        if s["name"] in ("jobs", "KV_jobs"):
+            msgs += s["state"]["last_seq"]
+        for c in s.get("consumer_detail") or []:
+            if c["name"] == "crewd":
+                acks += c["ack_floor"]["consumer_seq"]
+print(msgs, acks)'
+}
 for round in $(seq "$rounds"); do
   echo "== round $round: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
+  read -r m0 a0 < <(counters)
   "$tmp/crewload" -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0
+  sleep 1 # the last acks reach the monitor
+  read -r m1 a1 < <(counters)
+  python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
 done
