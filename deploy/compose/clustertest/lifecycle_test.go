@@ -61,6 +61,7 @@ func (lc *lifecycle) do(ctx context.Context, i int, method, path, body string) (
 			return code, b, name
 		}
 	}
+	// Refused (5xx) or unanswered by every replica.
 	lc.mu.Lock()
 	lc.refusals++
 	lc.mu.Unlock()
@@ -90,11 +91,13 @@ func (lc *lifecycle) schedule(ctx context.Context, t *testing.T) {
 		}
 		if code, b, _ := lc.do(ctx, i, "POST", "/v1/jobs", `{"kind":"sleep","duration":"10ms","delay":"5s"}`); code == http.StatusAccepted {
 			id := idOf(b)
+			// A cancel refused during a fault (503: the records' leader
+			// cut off) leaves the job to run, as its client was told.
 			if code, b, _ := lc.do(ctx, i+1, "DELETE", "/v1/jobs/"+id, ""); code == http.StatusOK {
 				lc.mu.Lock()
 				lc.canceled = append(lc.canceled, id)
 				lc.mu.Unlock()
-			} else if code != 0 {
+			} else if code != 0 && code != http.StatusServiceUnavailable {
 				t.Errorf("cancel of a job due later: %d %s", code, firstLine(b))
 			}
 		}
