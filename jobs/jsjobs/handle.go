@@ -82,7 +82,11 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	var bad string // why the spec cannot run
 	dec := json.NewDecoder(bytes.NewReader(d.data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	err := dec.Decode(&spec)
+	// Delivered, a job due later is due: however late it comes (a fault, a
+	// retry's backoff), its time is no reason to refuse it.
+	spec.RunAt = time.Time{}
+	if err != nil {
 		spec, bad = jobs.Spec{}, "undecodable job: "+err.Error()
 	} else if job, err = r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout); err != nil {
 		bad = err.Error()

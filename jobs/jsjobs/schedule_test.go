@@ -2,6 +2,7 @@ package jsjobs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -62,4 +63,36 @@ func submit2(t *testing.T, r jobs.Runner, spec jobs.Spec) jobs.Record {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// TestJetStreamRunsAScheduledJobDeliveredLate: a job due later whose
+// message comes long after its time (a fault held it, or a retry's backoff
+// ran past it) runs, its time no reason to refuse it; and a scheduled job
+// that fails is retried after its backoff and succeeds.
+func TestJetStreamRunsAScheduledJobDeliveredLate(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.Backoff = func(int) time.Duration { return 1500 * time.Millisecond } // past the job's time by more than a second
+	r := c.runner(t, cfg)
+	spec := jobstest.Factorial(5)
+	spec.RunAt = time.Now().Add(-time.Minute)
+	data, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs.NewID()
+	if err := r.HandleDelivery(context.Background(), "jobs."+id, data); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := r.Get(context.Background(), id); err != nil || rec.State != jobs.Succeeded || string(rec.Result) != "120" {
+		t.Fatalf("a job delivered a minute after its time: %+v, %v", rec, err)
+	}
+
+	flaky := jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1})
+	flaky.RunAt = time.Now().Add(1500 * time.Millisecond)
+	later := submit2(t, r, flaky)
+	consume(t, r)
+	if rec := eventually(t, r, later.ID, jobs.Succeeded); rec.Attempts != 2 {
+		t.Fatalf("a scheduled job retried after its first run failed: %+v", rec)
+	}
 }
