@@ -80,3 +80,23 @@ func (m missingMessage) GetLastMsgForSubject(ctx context.Context, subject string
 	}
 	return msg, err
 }
+
+// BehindItsLeader makes every direct read of the stream and the bucket
+// find nothing, as a replica that has not yet applied what its leader
+// stored: only the leaders' reads find the jobs.
+func (r *Runner) BehindItsLeader() {
+	r.kv = behindKV{KeyValue: r.kv}
+	r.jobs = behindStream{Stream: r.jobs}
+}
+
+type behindKV struct{ jetstream.KeyValue }
+
+func (behindKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, jetstream.ErrKeyNotFound
+}
+
+type behindStream struct{ jetstream.Stream }
+
+func (behindStream) GetLastMsgForSubject(context.Context, string) (*jetstream.RawStreamMsg, error) {
+	return nil, jetstream.ErrMsgNotFound
+}

@@ -126,3 +126,31 @@ func runToItsEnd(t *testing.T, r *jsjobs.Runner, id string) {
 		t.Fatal(batch.Error())
 	}
 }
+
+// TestGetAsksTheLeadersBeforeNotFound: a replica behind its leader (every
+// direct read finding nothing) answers a job just accepted, one due later
+// and one ended from the leaders' reads, and an unknown one not found.
+func TestGetAsksTheLeadersBeforeNotFound(t *testing.T) {
+	cl := newCluster(t)
+	front := cl.runner(t, jsConfig())
+	ended := submit(t, front, jobstest.Factorial(5))
+	runToItsEnd(t, front, ended.ID)
+	queued := submit(t, front, jobstest.Factorial(3))
+	later := jobstest.Factorial(4)
+	later.RunAt = time.Now().Add(time.Hour)
+	scheduled := submit2(t, front, later)
+
+	behind := cl.runner(t, jsConfig())
+	behind.BehindItsLeader()
+	for id, want := range map[string]jobs.State{ended.ID: jobs.Succeeded, queued.ID: jobs.Queued, scheduled.ID: jobs.Scheduled} {
+		if rec, err := behind.Get(context.Background(), id); err != nil || rec.State != want {
+			t.Fatalf("job %s from a replica behind: %+v, %v; want %s", id, rec, err, want)
+		}
+	}
+	if _, err := behind.Get(context.Background(), jobs.NewID()); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("an unknown job from a replica behind: %v", err)
+	}
+	if _, _, err := behind.Cancel(context.Background(), queued.ID); err != nil {
+		t.Fatalf("cancel of a job accepted elsewhere, from a replica behind: %v", err)
+	}
+}

@@ -433,24 +433,53 @@ func (r *Runner) find(ctx context.Context, id string) (rec jobs.Record, rev, seq
 		return rec, 0, seq, err
 	}
 	// Not scheduled (any more): in the stream, or past it.
-	rec, seq, err = r.message(ctx, id)
+	rec, seq, err = r.message(ctx, id, r.jobs.GetLastMsgForSubject)
 	if !errors.Is(err, jobs.ErrNotFound) {
 		return rec, 0, seq, err
 	}
 	// Past the stream: its record was stored before its message went.
 	rec, rev, err = r.load(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	// Found nowhere by the reads any replica answers (direct gets): a
+	// replica behind its leader may not hold yet what another process has
+	// just stored (a job accepted a moment ago). Before not found, the
+	// leaders are asked, in the same order.
+	if rec, rev, err = r.leaderRecord(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	leader := r.leaderLast(r.stream)
+	if rec, seq, err = r.scheduled(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	if rec, seq, err = r.message(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	rec, rev, err = r.leaderRecord(ctx, id)
 	return rec, rev, 0, err
+}
+
+// leaderRecord reads job id's record from the bucket's leader.
+func (r *Runner) leaderRecord(ctx context.Context, id string) (jobs.Record, uint64, error) {
+	m, err := r.leaderLast("KV_"+r.bucket)(ctx, r.bucketSubj+id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Header.Get("KV-Operation") != "" {
+		return jobs.Record{}, 0, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, 0, storeError(err)
+	}
+	rec, err := decodeRecord(id, m.Data)
+	return rec, m.Sequence, err
 }
 
 // waiting reads a job that has no record yet from its message, or from its
 // schedule when it has no message (yet), and returns that message's stream
 // sequence.
 func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, error) {
-	rec, seq, err := r.message(ctx, id)
+	rec, seq, err := r.message(ctx, id, r.jobs.GetLastMsgForSubject)
 	if errors.Is(err, jobs.ErrNotFound) {
-		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-		defer cancel()
-		return r.scheduled(ctx, id)
+		return r.scheduled(ctx, id, r.jobs.GetLastMsgForSubject)
 	}
 	return rec, seq, err
 }
@@ -459,10 +488,10 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, e
 // stream, and returns that message's stream sequence: a job waiting there
 // is queued, one delivered running (its first run writes its record at
 // its end).
-func (r *Runner) message(ctx context.Context, id string) (jobs.Record, uint64, error) {
+func (r *Runner) message(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	m, err := r.jobs.GetLastMsgForSubject(ctx, r.subject+id)
+	m, err := last(ctx, r.subject+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -481,11 +510,13 @@ func (r *Runner) message(ctx context.Context, id string) (jobs.Record, uint64, e
 }
 
 // scheduled reads a job due later from its schedule's message.
-func (r *Runner) scheduled(ctx context.Context, id string) (jobs.Record, uint64, error) {
+func (r *Runner) scheduled(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
 	if !r.schedules {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
-	m, err := r.jobs.GetLastMsgForSubject(ctx, r.atSubject+id)
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	m, err := last(ctx, r.atSubject+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -592,13 +623,19 @@ func (r *Runner) load(ctx context.Context, id string) (jobs.Record, uint64, erro
 	if err != nil {
 		return jobs.Record{}, 0, storeError(err)
 	}
+	rec, err := decodeRecord(id, e.Value())
+	return rec, e.Revision(), err
+}
+
+// decodeRecord decodes job id's record.
+func decodeRecord(id string, data []byte) (jobs.Record, error) {
 	var rec jobs.Record
-	dec := json.NewDecoder(bytes.NewReader(e.Value()))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // a factorial's result is a uint64: no float64 on the way
 	if err := dec.Decode(&rec); err != nil {
-		return jobs.Record{}, 0, fmt.Errorf("record of job %s: %w", id, err)
+		return jobs.Record{}, fmt.Errorf("record of job %s: %w", id, err)
 	}
-	return rec, e.Revision(), nil
+	return rec, nil
 }
 
 // put writes a record whatever its revision, and returns the new one. A
