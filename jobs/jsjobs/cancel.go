@@ -87,9 +87,10 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, "", err
 	}
+	find := r.find
 	for range 5 {
 		// seq: the waiting job's message, deleted once canceled.
-		rec, rev, seq, err := r.find(ctx, id)
+		rec, rev, seq, err := find(ctx, id)
 		if err != nil {
 			return jobs.Record{}, "", err
 		}
@@ -103,7 +104,8 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		rec.State, rec.Finished, rec.NextRun = jobs.Canceled, time.Now(), time.Time{}
 		rec.Error, rec.CanceledWhile = "canceled while "+string(was), was
 		if _, err := r.swap(ctx, rec, rev); errors.Is(err, errChanged) {
-			continue // an end or another cancel came first: read it again
+			find = r.findAtLeaders // an end or another cancel came first: read it again, fresh
+			continue
 		} else if err != nil {
 			return jobs.Record{}, "", err
 		}

@@ -30,8 +30,9 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, err
 	}
+	find := r.find
 	for range 5 {
-		rec, rev, _, err := r.find(ctx, id)
+		rec, rev, _, err := find(ctx, id)
 		switch {
 		case err != nil:
 			return jobs.Record{}, err
@@ -56,7 +57,8 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		again := retried(rec)
 		if _, err := r.swap(ctx, again, rev); errors.Is(err, errChanged) {
-			continue // its run (or a cancel) wrote it first: read it again
+			find = r.findAtLeaders // its run (or a cancel) wrote it first: read it again, fresh
+			continue
 		} else if err != nil {
 			// Published: the job runs, and its run writes its record.
 			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)

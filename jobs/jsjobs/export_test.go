@@ -100,3 +100,31 @@ type behindStream struct{ jetstream.Stream }
 func (behindStream) GetLastMsgForSubject(context.Context, string) (*jetstream.RawStreamMsg, error) {
 	return nil, jetstream.ErrMsgNotFound
 }
+
+// StaleRecords makes every direct read of a record answer the entry it
+// had when StaleRecords was called (as a replica that has applied nothing
+// since), or not found for a job that had none.
+func (r *Runner) StaleRecords(ctx context.Context, ids ...string) error {
+	frozen := map[string]jetstream.KeyValueEntry{}
+	for _, id := range ids {
+		e, err := r.kv.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		frozen[id] = e
+	}
+	r.kv = staleKV{KeyValue: r.kv, frozen: frozen}
+	return nil
+}
+
+type staleKV struct {
+	jetstream.KeyValue
+	frozen map[string]jetstream.KeyValueEntry
+}
+
+func (s staleKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if e, ok := s.frozen[key]; ok {
+		return e, nil
+	}
+	return nil, jetstream.ErrKeyNotFound
+}

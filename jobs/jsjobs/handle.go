@@ -199,7 +199,9 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	// redelivery after a lost lease) that ended meanwhile is not undone.
 	rev, err = r.swap(wctx, rec, rev)
 	if errors.Is(err, errChanged) {
-		if again, _, lerr := r.load(ctx, id); lerr == nil && again.State.Terminal() {
+		// What it changed to, from the leader: a replica's copy may be the
+		// one just refused (a Retry's queued record read as still failed).
+		if again, _, lerr := r.leaderRecord(ctx, id); lerr == nil && again.State.Terminal() {
 			r.counts.skipped.Add(1)
 			return settle(nil)
 		}
@@ -337,7 +339,7 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 		_, err := r.swap(wctx, rec, rev)
 		if errors.Is(err, errChanged) {
 			var now jobs.Record
-			now, rev, err = r.load(wctx, rec.ID)
+			now, rev, err = r.leaderRecord(wctx, rec.ID) // not a replica's stale copy
 			if err == nil && now.State.Terminal() {
 				return errEnded
 			}

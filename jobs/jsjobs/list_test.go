@@ -298,3 +298,38 @@ func counter(t *testing.T, r *jsjobs.Runner, name, key, value string) float64 {
 	}
 	return sum
 }
+
+// TestJetStreamRetryOnAStaleReplica: a Retry's message delivered to a
+// replica whose copy of the record is still the ended one, after the Retry
+// wrote it queued: the run's write is refused (the record changed), and
+// what it changed to is read from the leader, not from the stale copy, so
+// the job runs rather than being acked as ended (and left queued for
+// ever, as the compose cluster once saw).
+func TestJetStreamRetryOnAStaleReplica(t *testing.T) {
+	c := newCluster(t)
+	front := c.runner(t, jsConfig())
+	closeRunner(t, front)
+	dead := submit(t, front, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1}), 1))
+	if err := front.HandleFirstDelivery(context.Background(), "jobs."+dead.ID, mustSpec(t, front, dead.ID)); err != nil {
+		t.Fatal(err)
+	}
+	rec := eventually(t, front, dead.ID, jobs.Failed)
+	rev, err := front.Revision(context.Background(), dead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := c.runner(t, jsConfig())
+	closeRunner(t, stale)
+	if err := stale.StaleRecords(context.Background(), dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front.Retry(context.Background(), dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.HandleRetryDelivery(context.Background(), dead.ID, rev, rec.Spec, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, front, dead.ID, jobs.Succeeded); got.Retries != 1 || jobstest.Runs(dead.ID) != 2 {
+		t.Fatalf("a retry delivered to a stale replica: %+v, runs %d", got, jobstest.Runs(dead.ID))
+	}
+}

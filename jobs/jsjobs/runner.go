@@ -446,6 +446,13 @@ func (r *Runner) find(ctx context.Context, id string) (rec jobs.Record, rev, seq
 	// replica behind its leader may not hold yet what another process has
 	// just stored (a job accepted a moment ago). Before not found, the
 	// leaders are asked, in the same order.
+	return r.findAtLeaders(ctx, id)
+}
+
+// findAtLeaders is find through the leaders' reads alone: for a reader
+// that must not act on a replica's stale copy (a write refused because
+// the record changed: what it changed to).
+func (r *Runner) findAtLeaders(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
 	if rec, rev, err = r.leaderRecord(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
 		return rec, rev, 0, err
 	}
