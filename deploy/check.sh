@@ -241,9 +241,10 @@ step "3. parity: helm renders = kustomize builds"
 # data (the NATS servers' nats.conf, text for text). Metadata labels are
 # not compared (Helm adds its own). Env lists are compared sorted by name: a
 # kustomize patch of one variable moves it to the front, which changes
-# nothing for crewd (no $(VAR) references).
+# nothing for crewd (no $(VAR) references). The chart's helm test hooks
+# (its probe Pod and that Pod's NetworkPolicy) are the chart's alone.
 canon() {
-  docs "$1" | jq -s -S 'map({key: "\(.kind)/\(.metadata.name)",
+  docs "$1" | jq -s -S 'map(select(.metadata.annotations["helm.sh/hook"] == null)) | map({key: "\(.kind)/\(.metadata.name)",
     value: {spec, automountServiceAccountToken, data}}) | from_entries
     | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
 }
