@@ -78,7 +78,7 @@ in_net() { nsenter --net="$RUN/net" -- "$@"; }
 check() {
   local why=()
   [ "$(id -u)" = 0 ] || why+=("not root")
-  for c in unshare nsenter ip iptables iptables-restore containerd ctr runc docker prometheus yq; do
+  for c in unshare nsenter ip iptables iptables-restore containerd ctr runc docker prometheus jq yq; do
     command -v "$c" >/dev/null 2>&1 || why+=("$c is missing")
   done
   if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then why+=("no Docker engine answers (images are built with it)"); fi
@@ -733,9 +733,12 @@ EOF
 # prometheus_config: the annotation-based kubernetes-pods job (the pods'
 # prometheus.io/scrape, port and path), each series labelled with its
 # namespace and pod as prometheus-adapter's rules expect; every 5 s, so an
-# HPA sees a backlog within seconds.
+# HPA sees a backlog within seconds. Debian's Prometheus is built without
+# the Kubernetes service discovery, so the targets come from a file that
+# scrape_targets rewrites every 2 s from the pods' list.
 prometheus_config() {
   mkdir -p "$STATE/prometheus"
+  echo '[]' >"$STATE/prometheus/pods.json"
   cat >"$STATE/prometheus/prometheus.yml" <<EOF
 global:
   scrape_interval: 5s
@@ -743,30 +746,26 @@ global:
   evaluation_interval: 5s
 scrape_configs:
   - job_name: kubernetes-pods
-    kubernetes_sd_configs:
-      - role: pod
-        kubeconfig_file: $STATE/admin.kubeconfig
-    relabel_configs:
-      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_scrape]
-        action: keep
-        regex: "true"
-      - source_labels: [__meta_kubernetes_pod_phase]
-        action: drop
-        regex: Pending|Succeeded|Failed
-      - source_labels: [__meta_kubernetes_pod_annotation_prometheus_io_path]
-        action: replace
-        target_label: __metrics_path__
-        regex: (.+)
-      - source_labels: [__address__, __meta_kubernetes_pod_annotation_prometheus_io_port]
-        action: replace
-        regex: ([^:]+)(?::\d+)?;(\d+)
-        replacement: \$1:\$2
-        target_label: __address__
-      - source_labels: [__meta_kubernetes_namespace]
-        target_label: namespace
-      - source_labels: [__meta_kubernetes_pod_name]
-        target_label: pod
+    file_sd_configs:
+      - files: [$STATE/prometheus/pods.json]
+        refresh_interval: 5s
 EOF
+}
+
+# scrape_targets: every 2 s, the running pods annotated prometheus.io/scrape
+# "true" as Prometheus' file_sd targets (pod IP and prometheus.io/port,
+# prometheus.io/path), labelled namespace and pod; the file replaced whole.
+scrape_targets() {
+  local f=$STATE/prometheus/pods.json
+  while :; do
+    kubectl_node get pods -A -o json 2>/dev/null | jq -c '[.items[]
+      | select(.metadata.annotations["prometheus.io/scrape"] == "true" and .status.phase == "Running" and (.status.podIP // "") != "")
+      | {targets: ["\(.status.podIP):\(.metadata.annotations["prometheus.io/port"] // "80")"],
+         labels: {namespace: .metadata.namespace, pod: .metadata.name,
+                  __metrics_path__: (.metadata.annotations["prometheus.io/path"] // "/metrics")}}]' >"$f.tmp" 2>/dev/null &&
+      [ -s "$f.tmp" ] && mv "$f.tmp" "$f"
+    sleep 2
+  done
 }
 
 
@@ -850,6 +849,8 @@ up() {
     --web.listen-address "$NODE_IP:$PROMETHEUS_PORT" --log.level warn
   hostpath_modes >/dev/null 2>&1 </dev/null &
   echo $! >"$RUN/hostpath-modes.pid"
+  scrape_targets >/dev/null 2>&1 </dev/null &
+  echo $! >"$RUN/scrape-targets.pid"
 
   wait_for "node $NODE_NAME Ready" 120 kubectl_node wait --for condition=Ready "node/$NODE_NAME" --timeout 1s
   addons
@@ -878,7 +879,7 @@ down() {
     for id in $("${ctr_[@]}" containers ls -q 2>/dev/null); do "${ctr_[@]}" containers delete "$id" >/dev/null 2>&1 || true; done
   fi
   local n
-  for n in hostpath-modes prometheus kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
+  for n in hostpath-modes scrape-targets prometheus kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
   # The kubelet's cgroups (cgroupfs driver: /kubepods in each hierarchy).
   local d
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
@@ -902,7 +903,7 @@ EOF
 
 status() {
   local n
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy prometheus hostpath-modes; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy prometheus scrape-targets hostpath-modes; do
     if running "$n"; then printf '%-24s running (pid %s)\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '%-24s not running\n' "$n"; fi
   done
   [ -f "$STATE/admin.kubeconfig" ] && kubectl_node get nodes,pods -A -o wide 2>&1 || true
