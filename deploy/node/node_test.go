@@ -339,7 +339,8 @@ func helmTest(ctx context.Context, t *testing.T) {
 	}
 	var lines []string
 	for line := range strings.Lines(out) {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "TEST SUITE") || strings.HasPrefix(l, "Phase") {
+		l := strings.Join(strings.Fields(line), " ")
+		if (strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "TEST SUITE") || strings.HasPrefix(l, "Phase")) && !slices.Contains(lines, l) {
 			lines = append(lines, l)
 		}
 	}
