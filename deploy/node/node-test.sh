@@ -7,10 +7,14 @@
 # down, on a failure too (KEEP_NODE=1 leaves it up to look at). With
 # NODE_HPA=1 also TestNodeHPA (the chart's HPA on CPU moving the
 # Deployment up and down under load, through metrics-server; 2.5 minutes
-# more, which would take a warm run past 10 minutes, so not by default).
+# more, which would take a warm run past 10 minutes, so not by default),
+# and with NODE_BACKLOG=1 TestNodeBacklog (the chart's HPA on crewd's
+# backlog, the External metric from ./extmetrics and the node's
+# Prometheus; 3.5 minutes more, not by default for the same reason).
+# NODE_RUN: the tests to run (go test -run), e.g. '^TestNodeBacklog$'.
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
-# About 7 minutes on a warm cache; the first run builds the node's
+# About 9 minutes on a warm cache (12 with NODE_BACKLOG=1); the first run builds the node's
 # binaries first, about 5 minutes more (deploy/README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
