@@ -504,6 +504,10 @@ ok "CRDs established: $(kubectl get crd -o name | sed 's#.*/##' | grep -E '^(sca
 for ns in $(printf '%s\n' "${NS_OF[@]}" | sort -u); do
   kubectl create namespace "$ns" >/dev/null
   kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted >/dev/null
+  # The default ServiceAccount a cluster's controller manager makes in
+  # every namespace (this apiserver runs without one): a bare Pod, the
+  # chart's helm test hook, is refused without it.
+  kubectl -n "$ns" create serviceaccount default >/dev/null
 done
 # dry_run NAMESPACE FILE: server-side dry run, strict field validation, and
 # no PodSecurity warning.
