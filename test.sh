@@ -18,7 +18,7 @@
 # one-node Kubernetes (deploy/node/node-test.sh: the node built from
 # source, helm install, a job through the Service, pod delete, rollout,
 # scale, drain through the PDB and the NATS leader's pod deleted under a
-# steady load, and the kustomize prod overlay likewise; about 8 minutes
+# steady load, helm test, and the kustomize prod overlay likewise; about 9 minutes
 # warm, 5 more the first time; skipped with its reason where the machine
 # cannot run the node).
 # Usage: ./test.sh            (everything)

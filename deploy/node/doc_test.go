@@ -16,7 +16,9 @@
 // TestNodeKustomize does the same with the kustomize prod overlay
 // (kubectl apply -k), less the rollout, scale and drain, which move the
 // same Deployment and PodDisruptionBudget. TestNodeHPA (NODE_HPA=1 as
-// well) moves the chart's HPA on CPU up and down under load.
+// well) moves the chart's HPA on CPU up and down under load;
+// TestNodeBacklog (NODE_BACKLOG=1) moves it on crewd's backlog, the
+// External metric served by ./extmetrics from the node's Prometheus.
 //
 // It runs only with CREW_NODE_TEST=1, in the node's network namespace with
 // KUBECONFIG set (deploy/node/node-test.sh does both); otherwise it skips.

@@ -7,10 +7,14 @@
 # down, on a failure too (KEEP_NODE=1 leaves it up to look at). With
 # NODE_HPA=1 also TestNodeHPA (the chart's HPA on CPU moving the
 # Deployment up and down under load, through metrics-server; 2.5 minutes
-# more, which would take a warm run past 10 minutes, so not by default).
+# more, which would take a warm run past 10 minutes, so not by default),
+# and with NODE_BACKLOG=1 TestNodeBacklog (the chart's HPA on crewd's
+# backlog, the External metric from ./extmetrics and the node's
+# Prometheus; 3.5 minutes more, not by default for the same reason).
+# NODE_RUN: the tests to run (go test -run), e.g. '^TestNodeBacklog$'.
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
-# About 7 minutes on a warm cache; the first run builds the node's
+# About 9 minutes on a warm cache (12 with NODE_BACKLOG=1); the first run builds the node's
 # binaries first, about 5 minutes more (deploy/README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -45,5 +49,5 @@ go test -race -c -o "$tmp/node.test" .
 started=1 # from here on the node is this run's, to tear down, even half up
 ./node.sh up
 echo "node-test: node up after $((SECONDS - t0))s"
-CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run '^TestNode(Kustomize|HPA)?$'
+CREW_NODE_TEST=1 ./node.sh exec "$tmp/node.test" -test.v -test.count=1 -test.timeout 30m -test.run "${NODE_RUN:-^TestNode(Kustomize|HPA|Backlog)?\$}"
 echo "node-test: passed in $((SECONDS - t0))s"

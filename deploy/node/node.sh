@@ -8,7 +8,11 @@
 #   kube-scheduler, kubelet (cgroupfs driver), kube-proxy (iptables),
 #   containerd (Debian's, 1.6) with its CRI plugin and runc, the CNI bridge
 #   plugins, CoreDNS, metrics-server (an HPA on CPU works); every binary
-#   pinned in ../install-tools.sh and cached.
+#   pinned in ../install-tools.sh and cached; Prometheus (Debian's, on the
+#   node's address, scraping the pods by their prometheus.io annotations)
+#   and extmetrics (./extmetrics: external.metrics.k8s.io from
+#   prometheus-adapter's rules in ../prometheus-adapter/values.yaml), so an
+#   HPA on crewd's backlog works too.
 #
 # Images are never pulled: crewd, nats-server, CoreDNS and the sandbox
 # ("pause") image are built from source into scratch with Docker and
@@ -56,6 +60,8 @@ NATS_IMAGE=crew-nats:node
 COREDNS_IMAGE=crew-coredns:node
 PAUSE_IMAGE=crew-pause:node
 METRICS_SERVER_IMAGE=crew-metrics-server:node
+EXTMETRICS_IMAGE=crew-extmetrics:node
+PROMETHEUS_PORT=9090         # on NODE_IP
 
 log() { printf '[node] %s\n' "$*" >&2; }
 die() { printf '[node] FAIL: %s\n' "$*" >&2; exit 1; }
@@ -72,7 +78,7 @@ in_net() { nsenter --net="$RUN/net" -- "$@"; }
 check() {
   local why=()
   [ "$(id -u)" = 0 ] || why+=("not root")
-  for c in unshare nsenter ip iptables iptables-restore containerd ctr runc docker; do
+  for c in unshare nsenter ip iptables iptables-restore containerd ctr runc docker prometheus jq yq; do
     command -v "$c" >/dev/null 2>&1 || why+=("$c is missing")
   done
   if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then why+=("no Docker engine answers (images are built with it)"); fi
@@ -322,12 +328,12 @@ EOF
 # images: crewd, nats-server, CoreDNS and the sandbox image, built into
 # scratch and imported into the node's containerd.
 images() {
-  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE $METRICS_SERVER_IMAGE"
+  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE $METRICS_SERVER_IMAGE $EXTMETRICS_IMAGE"
   "$REPO/service/scripts/build-image.sh" "$CREWD_IMAGE" >/dev/null
   "$DEPLOY/compose/build-images.sh" - "$NATS_IMAGE" - >/dev/null
   local ctx
   ctx=$(mktemp -d)
-  mkdir -p "$ctx/coredns" "$ctx/pause" "$ctx/metrics-server/tmp"
+  mkdir -p "$ctx/coredns" "$ctx/pause" "$ctx/metrics-server/tmp" "$ctx/extmetrics"
   cp "$BIN/coredns" "$ctx/coredns/"
   cp "$BIN/metrics-server" "$ctx/metrics-server/"
   cat >"$ctx/metrics-server/Dockerfile" <<'EOF'
@@ -343,7 +349,14 @@ COPY coredns /coredns
 EXPOSE 53 53/udp 9153
 ENTRYPOINT ["/coredns"]
 EOF
-  (cd "$NODE_DIR" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/pause/pause" ./pause)
+  (cd "$NODE_DIR" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/pause/pause" ./pause &&
+    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/extmetrics/extmetrics" ./extmetrics)
+  cat >"$ctx/extmetrics/Dockerfile" <<'EOF'
+FROM scratch
+COPY extmetrics /extmetrics
+USER 65534:65534
+ENTRYPOINT ["/extmetrics"]
+EOF
   cat >"$ctx/pause/Dockerfile" <<'EOF'
 FROM scratch
 COPY pause /pause
@@ -351,14 +364,15 @@ USER 65535:65535
 ENTRYPOINT ["/pause"]
 EOF
   local d
-  for d in coredns pause metrics-server; do
+  for d in coredns pause metrics-server extmetrics; do
     local tag=$COREDNS_IMAGE
     [ $d = pause ] && tag=$PAUSE_IMAGE
     [ $d = metrics-server ] && tag=$METRICS_SERVER_IMAGE
+    [ $d = extmetrics ] && tag=$EXTMETRICS_IMAGE
     DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx/$d" >/dev/null 2>&1 || docker build -q -t "$tag" "$ctx/$d" >/dev/null
   done
   rm -rf "$ctx"
-  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" "$METRICS_SERVER_IMAGE" |
+  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" "$METRICS_SERVER_IMAGE" "$EXTMETRICS_IMAGE" |
     in_node ctr --address "$RUN/containerd.sock" -n k8s.io images import - >/dev/null
 }
 
@@ -490,6 +504,7 @@ spec:
     - {name: metrics, port: 9153, protocol: TCP}
 EOF
   metrics_server
+  extmetrics
 }
 
 # metrics_server: the resource metrics API (metrics.k8s.io) an HPA on CPU
@@ -622,6 +637,137 @@ spec:
 EOF
 }
 
+# extmetrics: the external metrics API (external.metrics.k8s.io) an HPA
+# on crewd's backlog reads, from the node's Prometheus, with the external
+# rules of ../prometheus-adapter/values.yaml (name.as and metricsQuery of
+# each) in a ConfigMap; the aggregation layer's client certificate
+# required (the CA from kube-system/extension-apiserver-authentication).
+extmetrics() {
+  local rules
+  rules=$(yq -c '[.rules.external[] | {name: .name.as, query: .metricsQuery}]' "$DEPLOY/prometheus-adapter/values.yaml") ||
+    die "reading the external rules of deploy/prometheus-adapter/values.yaml"
+  kubectl_node -n kube-system create configmap extmetrics-rules --from-literal "rules.json=$rules" \
+    --dry-run=client -o yaml | kubectl_node apply -f - >/dev/null
+  kubectl_node apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: extmetrics
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: extmetrics-auth-reader
+  namespace: kube-system
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{kind: ServiceAccount, name: extmetrics, namespace: kube-system}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: extmetrics
+  namespace: kube-system
+  labels: {k8s-app: extmetrics}
+spec:
+  selector: {k8s-app: extmetrics}
+  ports:
+    - {name: https, port: 443, protocol: TCP, targetPort: https, appProtocol: https}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: extmetrics
+  namespace: kube-system
+  labels: {k8s-app: extmetrics}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {k8s-app: extmetrics}
+  template:
+    metadata:
+      labels: {k8s-app: extmetrics}
+    spec:
+      serviceAccountName: extmetrics
+      priorityClassName: system-cluster-critical
+      containers:
+        - name: extmetrics
+          image: $EXTMETRICS_IMAGE
+          imagePullPolicy: Never
+          args: ["-prometheus", "http://$NODE_IP:$PROMETHEUS_PORT", "-rules", "/etc/extmetrics/rules.json"]
+          ports:
+            - {name: https, containerPort: 6443, protocol: TCP}
+          resources:
+            requests: {cpu: 20m, memory: 20Mi}
+            limits: {memory: 64Mi}
+          readinessProbe:
+            httpGet: {path: /readyz, port: https, scheme: HTTPS}
+            periodSeconds: 5
+          securityContext:
+            runAsNonRoot: true
+            runAsUser: 65534
+            readOnlyRootFilesystem: true
+            allowPrivilegeEscalation: false
+            capabilities: {drop: [ALL]}
+            seccompProfile: {type: RuntimeDefault}
+          volumeMounts:
+            - {name: rules, mountPath: /etc/extmetrics, readOnly: true}
+      volumes:
+        - name: rules
+          configMap: {name: extmetrics-rules}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.external.metrics.k8s.io
+spec:
+  service: {name: extmetrics, namespace: kube-system}
+  group: external.metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+}
+
+# prometheus_config: the annotation-based kubernetes-pods job (the pods'
+# prometheus.io/scrape, port and path), each series labelled with its
+# namespace and pod as prometheus-adapter's rules expect; every 5 s, so an
+# HPA sees a backlog within seconds. Debian's Prometheus is built without
+# the Kubernetes service discovery, so the targets come from a file that
+# scrape_targets rewrites every 2 s from the pods' list.
+prometheus_config() {
+  mkdir -p "$STATE/prometheus"
+  echo '[]' >"$STATE/prometheus/pods.json"
+  cat >"$STATE/prometheus/prometheus.yml" <<EOF
+global:
+  scrape_interval: 5s
+  scrape_timeout: 4s
+  evaluation_interval: 5s
+scrape_configs:
+  - job_name: kubernetes-pods
+    file_sd_configs:
+      - files: [$STATE/prometheus/pods.json]
+        refresh_interval: 5s
+EOF
+}
+
+# scrape_targets: every 2 s, the running pods annotated prometheus.io/scrape
+# "true" as Prometheus' file_sd targets (pod IP and prometheus.io/port,
+# prometheus.io/path), labelled namespace and pod; the file replaced whole.
+scrape_targets() {
+  local f=$STATE/prometheus/pods.json
+  while :; do
+    kubectl_node get pods -A -o json 2>/dev/null | jq -c '[.items[]
+      | select(.metadata.annotations["prometheus.io/scrape"] == "true" and .status.phase == "Running" and (.status.podIP // "") != "")
+      | {targets: ["\(.status.podIP):\(.metadata.annotations["prometheus.io/port"] // "80")"],
+         labels: {namespace: .metadata.namespace, pod: .metadata.name,
+                  __metrics_path__: (.metadata.annotations["prometheus.io/path"] // "/metrics")}}]' >"$f.tmp" 2>/dev/null &&
+      [ -s "$f.tmp" ] && mv "$f.tmp" "$f"
+    sleep 2
+  done
+}
+
 
 # hostpath_modes: the host-path provisioner makes each volume's directory
 # 0750 root, and a hostPath volume ignores fsGroup, so a pod that runs as a
@@ -697,13 +843,21 @@ up() {
     --root-dir "$STATE/kubelet" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" \
     --pod-infra-container-image "docker.io/library/$PAUSE_IMAGE" --v 1
   start kube-proxy kube-proxy --config "$STATE/kube-proxy.yaml"
+  prometheus_config
+  start prometheus prometheus --config.file "$STATE/prometheus/prometheus.yml" \
+    --storage.tsdb.path "$STATE/prometheus/data" --storage.tsdb.retention.time 6h \
+    --web.listen-address "$NODE_IP:$PROMETHEUS_PORT" --log.level warn
   hostpath_modes >/dev/null 2>&1 </dev/null &
   echo $! >"$RUN/hostpath-modes.pid"
+  scrape_targets >/dev/null 2>&1 </dev/null &
+  echo $! >"$RUN/scrape-targets.pid"
 
   wait_for "node $NODE_NAME Ready" 120 kubectl_node wait --for condition=Ready "node/$NODE_NAME" --timeout 1s
   addons
   wait_for "CoreDNS Ready" 120 kubectl_node -n kube-system wait --for condition=Available deployment/coredns --timeout 1s
   wait_for "the metrics API (metrics-server)" 120 kubectl_node wait --for condition=Available apiservice/v1beta1.metrics.k8s.io --timeout 1s
+  wait_for "Prometheus ready" 60 in_net curl -fsS "http://$NODE_IP:$PROMETHEUS_PORT/-/ready"
+  wait_for "the external metrics API (extmetrics)" 120 kubectl_node wait --for condition=Available apiservice/v1beta1.external.metrics.k8s.io --timeout 1s
   log "up in $((SECONDS - t0))s: $(kubectl_node get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}')"
   log "reach it with: deploy/node/node.sh exec kubectl get pods -A   (or: eval \"\$(deploy/node/node.sh env)\")"
 }
@@ -725,7 +879,7 @@ down() {
     for id in $("${ctr_[@]}" containers ls -q 2>/dev/null); do "${ctr_[@]}" containers delete "$id" >/dev/null 2>&1 || true; done
   fi
   local n
-  for n in hostpath-modes kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
+  for n in hostpath-modes scrape-targets prometheus kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
   # The kubelet's cgroups (cgroupfs driver: /kubepods in each hierarchy).
   local d
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
@@ -749,7 +903,7 @@ EOF
 
 status() {
   local n
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy hostpath-modes; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy prometheus scrape-targets hostpath-modes; do
     if running "$n"; then printf '%-24s running (pid %s)\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '%-24s not running\n' "$n"; fi
   done
   [ -f "$STATE/admin.kubeconfig" ] && kubectl_node get nodes,pods -A -o wide 2>&1 || true

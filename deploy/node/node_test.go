@@ -104,6 +104,7 @@ func TestNode(t *testing.T) {
 	namespace = "crewd"
 	n := install(ctx, t, client, collector.url, set)
 	known := n.firstJob(ctx, t)
+	helmTest(ctx, t)
 	n.faults(ctx, t, set, known, true)
 	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
 	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
@@ -323,6 +324,27 @@ func (n *nodeTest) firstJob(ctx context.Context, t *testing.T) string {
 	})
 	phase(t, "a job through the Service "+n.svc+": 202, then succeeded", t0)
 	return id
+}
+
+// helmTest runs the chart's test hook (helm test: crewd probe in crewd's
+// image posts a job through the Service and waits for it to succeed) and
+// logs what the probe printed.
+func helmTest(ctx context.Context, t *testing.T) {
+	t.Helper()
+	t0 := time.Now()
+	out, err := run(ctx, "helm", "test", release, "-n", namespace, "--timeout", "2m", "--logs")
+	if err != nil {
+		diagnose(ctx, t)
+		t.Fatalf("helm test: %v\n%s", err, out)
+	}
+	var lines []string
+	for line := range strings.Lines(out) {
+		l := strings.Join(strings.Fields(line), " ")
+		if (strings.HasPrefix(l, "job ") || strings.HasPrefix(l, "TEST SUITE") || strings.HasPrefix(l, "Phase")) && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	phase(t, "helm test: "+strings.Join(lines, "; "), t0)
 }
 
 // faultFor is how long the test lets a fault's effects run before it

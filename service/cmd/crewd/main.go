@@ -4,6 +4,9 @@
 // listener, and the stop sequence a Kubernetes pod needs on SIGTERM.
 //
 // Run crewd -h for every setting; each flag has a CREW_* variable.
+//
+// crewd probe URL posts a job to a running crewd at URL and waits until it
+// has succeeded (the chart's helm test runs it: crewd probe -h).
 package main
 
 import (
@@ -12,9 +15,13 @@ import (
 	"syscall"
 
 	"github.com/crew-go/crew/service/internal/app"
+	"github.com/crew-go/crew/service/internal/probe"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "probe" {
+		os.Exit(probe.Run(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	stop := make(chan os.Signal, 2)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	os.Exit(app.Main(os.Args[1:], os.Getenv, stop, os.Stdout, os.Stderr))
