@@ -172,6 +172,32 @@ func (x *index) expire(st jobs.State, before int64) {
 	l.items = slices.Delete(l.items, 0, n)
 }
 
+// evict drops the jobs whose record lies below first, the bucket's first
+// sequence: the server removed them when the bucket was full (the oldest
+// first, without a word to the tails). Each state's list is walked from
+// its oldest while its jobs' records are below first: the lists are in
+// the order of the records' times, which their sequences follow.
+func (x *index) evict(first uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i := range x.lists {
+		l := &x.lists[i]
+		n := 0
+		for ; n < len(l.items); n++ {
+			it := l.items[n]
+			if !x.current(uint8(i), it) {
+				continue // stale: dropped with the rest of the prefix
+			}
+			if s := x.byID[it.id]; s.fromMsg || s.seq >= first {
+				break
+			}
+			delete(x.byID, it.id)
+			l.live--
+		}
+		l.items = slices.Delete(l.items, 0, n)
+	}
+}
+
 func (l *stateList) add(it item) {
 	l.live++
 	n := len(l.items)

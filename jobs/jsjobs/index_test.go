@@ -157,3 +157,27 @@ func FuzzCursor(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexEvicts: the jobs whose records lie below the bucket's first
+// sequence (removed when it was full) leave the index, in every state,
+// and the others stay; a waiting job's message is not a record and stays.
+func TestIndexEvicts(t *testing.T) {
+	x := newIndex()
+	for i := range 100 {
+		st := jobs.Succeeded
+		if i%4 == 0 {
+			st = jobs.Failed
+		}
+		x.set(entry{id: testKey(i), state: st, t: int64(i), seq: uint64(i + 1)})
+	}
+	x.set(entry{id: testKey(1000), state: jobs.Queued, t: 0, seq: 1, fromMsg: true})
+	x.evict(51) // records 1..50 are gone
+	if c := x.counts(0); c[jobs.Succeeded]+c[jobs.Failed] != 50 || c[jobs.Queued] != 1 || x.size() != 51 {
+		t.Fatalf("after evicting below 51: counts %v, size %d; want 50 records and the waiting job", c, x.size())
+	}
+	for _, id := range listIDs(x, "", 7, 0) {
+		if s := x.byID[mustKey(t, id)]; !s.fromMsg && s.seq < 51 {
+			t.Fatalf("job %s (record %d) still listed", id, s.seq)
+		}
+	}
+}

@@ -37,7 +37,7 @@ type tails struct {
 	syncs  []chan chan struct{} // a tail's: closes the channel it is given once caught up after
 	stop   context.CancelFunc
 	done   sync.WaitGroup
-	expire func() // drops the records expired by now
+	expire func() // drops the records expired, or evicted from the full bucket, by now
 }
 
 // follow starts the tails of r's stream and bucket.
@@ -50,6 +50,14 @@ func (r *Runner) follow(bucket string) *tails {
 			if ttl := r.ttl(st); ttl > 0 {
 				t.index.expire(st, now-ttl.Nanoseconds())
 			}
+		}
+		// The records the bucket's bound removed: without this, a steady
+		// load would keep a TTL's worth of them in memory, however small
+		// the bucket.
+		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		defer cancel()
+		if s, err := r.js.Stream(ctx, "KV_"+bucket); err == nil {
+			t.index.evict(s.CachedInfo().State.FirstSeq)
 		}
 	}
 	api := apiPrefix(r.js)
