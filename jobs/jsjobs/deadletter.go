@@ -31,12 +31,15 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		return jobs.Record{}, err
 	}
 	find := r.find
+	retries := -1 // the record's count before this Retry's publish
 	for range 5 {
 		rec, rev, _, err := find(ctx, id)
 		switch {
 		case err != nil:
 			return jobs.Record{}, err
-		case !rec.State.Terminal():
+		case !rec.State.Terminal(), retries >= 0 && rec.Retries > retries:
+			// Live, or run again since this Retry's publish, to its end
+			// (a quick job can end before the Retry reads it again).
 			return rec, nil
 		case rec.State == jobs.Succeeded:
 			return rec, &jobs.EndedError{State: rec.State}
@@ -49,6 +52,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		if err != nil {
 			return rec, fmt.Errorf("job %s cannot run again: %w", id, err)
 		}
+		retries = rec.Retries
 		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 		err = r.publish(pctx, id, job, rev)
 		cancel()

@@ -188,7 +188,9 @@ func TestJetStreamRetriesADeadLetter(t *testing.T) {
 		t.Fatalf("a dead letter: %+v", rec)
 	}
 	again, err := r.Retry(context.Background(), dead.ID)
-	if err != nil || again.State != jobs.Queued && again.State != jobs.Running || again.Retries != 1 {
+	// Queued again, or already running or even ended by its run (a flaky
+	// job is quick): in each case retried once.
+	if err != nil || again.State != jobs.Queued && again.State != jobs.Running && again.State != jobs.Succeeded || again.Retries != 1 {
 		t.Fatalf("Retry: %+v, %v", again, err)
 	}
 	if twice, err := r.Retry(context.Background(), dead.ID); err != nil || twice.State.Terminal() && twice.State != jobs.Succeeded {
