@@ -15,8 +15,7 @@ import (
 
 // A job moves from its schedule to its message to its record while Get
 // reads those places one after the other: these make it move between two
-// reads, where a Get under load once saw it in none of them and answered
-// 404 for a job that had run.
+// reads, where a Get must still find it.
 
 // TestGetFindsAJobThatEndsBetweenItsReads: a job whose end is recorded and
 // whose message is acked away after Get (or Cancel, or Retry) read no record and

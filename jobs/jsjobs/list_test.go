@@ -306,7 +306,7 @@ func counter(t *testing.T, r *jsjobs.Runner, name, key, value string) float64 {
 // wrote it queued: the run's write is refused (the record changed), and
 // what it changed to is read from the leader, not from the stale copy, so
 // the job runs rather than being acked as ended (and left queued for
-// ever, as the compose cluster once saw).
+// ever).
 func TestJetStreamRetryOnAStaleReplica(t *testing.T) {
 	c := newCluster(t)
 	front := c.runner(t, jsConfig())

@@ -176,8 +176,8 @@ func batch(ctx context.Context, nc *nats.Conn, subject string, from uint64, time
 		return 0, 0, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// Every subject: a filter, even ">", costs the server a match a message
-	// (twenty times slower); apply skips what is not a job's.
+	// Every subject: a filter, even ">", costs the server a subject match
+	// for each message it steps over; apply skips what is not a job's.
 	req, _ := json.Marshal(map[string]any{"seq": from, "batch": tailBatch, "max_bytes": 8 << 20})
 	if err := nc.PublishRequest(subject, inbox, req); err != nil {
 		return 0, 0, err
