@@ -101,6 +101,13 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 			return rec, rec.State, &jobs.EndedError{State: rec.State}
 		}
 		was := rec.State
+		if was == jobs.Queued && seq != 0 {
+			// Get's view of delivery is cached: a cancel asks the consumer
+			// now, so that a first run just started is cancelled as running.
+			if info, err := r.cons.Info(ctx); err == nil && info.Delivered.Stream >= seq {
+				was = jobs.Running
+			}
+		}
 		rec.State, rec.Finished, rec.NextRun = jobs.Canceled, time.Now(), time.Time{}
 		rec.Error, rec.CanceledWhile = "canceled while "+string(was), was
 		if _, err := r.swap(ctx, rec, rev); errors.Is(err, errChanged) {
@@ -117,9 +124,9 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 			// unrun when delivered, as the record says canceled.
 			_ = r.jobs.DeleteMsg(context.WithoutCancel(ctx), seq)
 		}
-		if was == jobs.Running || was == jobs.Retrying || seq == 0 {
-			_ = r.js.Conn().Publish(r.stream+"-cancel."+id, nil)
-		}
+		// Told to every runner whatever the state read: a job read as
+		// queued may have just started.
+		_ = r.js.Conn().Publish(r.stream+"-cancel."+id, nil)
 		return rec, was, nil
 	}
 	return jobs.Record{}, "", fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)
