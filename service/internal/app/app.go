@@ -196,11 +196,17 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 
 	code := ExitOK
 	var sig os.Signal
+	// The delay lets load balancers drop this pod while it still answers:
+	// after a signal, and after the job source ended on its own (the API
+	// still serves online work, and /healthz says why it fails). Not after
+	// the listener failed: nothing is answered any more.
+	delay := cfg.ShutdownDelay
 	select {
 	case sig = <-stop:
 	case err := <-served:
 		log.Error("listener failed", "error", err)
 		code = ExitFailed
+		delay = 0
 	case <-js.Ended():
 		// The Source stops only when told to, or when its connection is
 		// closed for good: the jobs cannot run here any more.
@@ -211,7 +217,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		fmt.Fprintf(human, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
 			sig, cfg.ShutdownDelay, cfg.ShutdownTimeout)
 	}
-	stopped := shutdown(cfg, log, sig, stop, a, srv, admin, pool, js)
+	stopped := shutdown(cfg, log, sig, delay, stop, a, srv, admin, pool, js)
 	summary(log, pool, js, stopped, code)
 	return code
 }
@@ -230,12 +236,12 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // last, so that /metrics answers throughout. A second signal cuts it short:
 // the pool stops hard at once (running jobs handed back) and the rest
 // closes.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, js jobService) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, delay time.Duration, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, js jobService) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	a.SetStopping()
-	log.Info("shutdown: readiness off", "signal", fmt.Sprint(sig), "delay", cfg.ShutdownDelay.String(), "deadline", cfg.ShutdownTimeout.String())
+	log.Info("shutdown: readiness off", "signal", fmt.Sprint(sig), "delay", delay.String(), "deadline", cfg.ShutdownTimeout.String())
 	hard := make(chan struct{})
 	hardStopped := make(chan error, 1)
 	go func() {
@@ -251,8 +257,8 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, stop <-chan os
 			hardStopped <- nil
 		}
 	}()
-	if sig != nil {
-		t := time.NewTimer(cfg.ShutdownDelay)
+	if delay > 0 {
+		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-hard:
