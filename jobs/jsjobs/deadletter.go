@@ -67,6 +67,9 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			// Published: the job runs, and its run writes its record.
 			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)
 		}
+		if r.log != nil {
+			r.log.Info("job retried", "job", id, "was", string(rec.State), "rev", rev, "retries", again.Retries)
+		}
 		r.counts.retriedByHand.Add(1)
 		r.reruns.WithLabelValues(string(rec.State)).Inc()
 		return again, nil

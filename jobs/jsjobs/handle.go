@@ -166,6 +166,11 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	case err != nil:
 		return settle(r.unavailable(err))
 	case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
+		if d.retryOf != 0 {
+			// Rare: a Retry that gave way, or was read stale; said, so
+			// that a retried job that does not run can be traced.
+			r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(rec.State), "rev", rev, "retry_of", d.retryOf)
+		}
 		r.counts.skipped.Add(1)
 		return settle(nil)
 	case rec.State.Terminal():
@@ -201,7 +206,10 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	if errors.Is(err, errChanged) {
 		// What it changed to, from the leader: a replica's copy may be the
 		// one just refused (a Retry's queued record read as still failed).
-		if again, _, lerr := r.leaderRecord(ctx, id); lerr == nil && again.State.Terminal() {
+		if again, arev, lerr := r.leaderRecord(ctx, id); lerr == nil && again.State.Terminal() {
+			if d.retryOf != 0 {
+				r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(again.State), "rev", arev, "retry_of", d.retryOf)
+			}
 			r.counts.skipped.Add(1)
 			return settle(nil)
 		}

@@ -96,7 +96,7 @@ func TestCluster(t *testing.T) {
 	cl.tail(ctx, t, l)
 	lc.cancelRunning(ctx, t, cl, 3)
 	succeeded, again := cl.allSucceed(ctx, t, set, l)
-	lc.check(ctx, t)
+	lc.check(ctx, t, cl)
 	cl.caughtUp(ctx, t)
 	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v); whole test %.0fs",
 		len(l.accepted), succeeded, again, cl.worst.Seconds(), maxStall, time.Since(began).Seconds())

@@ -193,7 +193,7 @@ func (cl *cluster) canceledRuns(ctx context.Context) map[string]float64 {
 
 // check waits for the lifecycle's jobs to end and checks how each did;
 // the dead letters are listed, retried and must then succeed.
-func (lc *lifecycle) check(ctx context.Context, t *testing.T) {
+func (lc *lifecycle) check(ctx context.Context, t *testing.T, cl *cluster) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	t0 := time.Now()
@@ -307,6 +307,20 @@ func (lc *lifecycle) check(ctx context.Context, t *testing.T) {
 			t.Errorf("dead letter %s retried, not ended within 60 s: %v", id, rec)
 		} else {
 			t.Logf("OPEN DEFECT: dead letter %s retried stays queued, its run never started: %v", id, rec)
+			for _, n := range crewds {
+				r, err := lc.l.getFrom(ctx, n, id)
+				t.Logf("  GET via %s: %v %v", n, r, err)
+			}
+			for _, n := range natses {
+				t.Logf("  %s", story(ctx, "nats://"+cl.addr(ctx, t, n, 4222), id))
+			}
+			if logs, err := cl.c.run(ctx, append([]string{"logs", "--no-color"}, crewds...)...); err == nil {
+				for _, line := range strings.Split(logs, "\n") {
+					if strings.Contains(line, id) {
+						t.Logf("  %s", line)
+					}
+				}
+			}
 		}
 	}
 	if len(lc.dead) > 0 && len(stuck) == len(lc.dead) {
