@@ -111,7 +111,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		rec.State, rec.Finished, rec.NextRun = jobs.Canceled, time.Now(), time.Time{}
 		rec.Error, rec.CanceledWhile = "canceled while "+string(was), was
 		if _, err := r.swap(ctx, rec, rev); errors.Is(err, errChanged) {
-			find = r.findAtLeaders // an end or another cancel came first: read it again, fresh
+			find = r.findAfter(rev) // an end or another cancel came first: read it again, fresh
 			continue
 		} else if err != nil {
 			return jobs.Record{}, "", err

@@ -61,7 +61,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		again := retried(rec)
 		if _, err := r.swap(ctx, again, rev); errors.Is(err, errChanged) {
-			find = r.findAtLeaders // its run (or a cancel) wrote it first: read it again, fresh
+			find = r.findAfter(rev) // its run (or a cancel) wrote it first: read it again, fresh
 			continue
 		} else if err != nil {
 			// Published: the job runs, and its run writes its record.

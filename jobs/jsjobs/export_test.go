@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -127,4 +128,29 @@ func (s staleKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, er
 		return e, nil
 	}
 	return nil, jetstream.ErrKeyNotFound
+}
+
+// LeaderBehind makes the next n reads of job id's record from the
+// bucket's leader answer the record as it is now, as a leader does while a
+// write of it is on its way through its group.
+func (r *Runner) LeaderBehind(ctx context.Context, id string, n int) error {
+	frozen, err := r.atLeader(ctx, r.bucketSubj+id)
+	if err != nil {
+		return err
+	}
+	read := r.atLeader
+	var mu sync.Mutex
+	r.atLeader = func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+		mu.Lock()
+		behind := subject == r.bucketSubj+id && n > 0
+		if behind {
+			n--
+		}
+		mu.Unlock()
+		if behind {
+			return frozen, nil
+		}
+		return read(ctx, subject)
+	}
+	return nil
 }

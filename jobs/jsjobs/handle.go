@@ -147,7 +147,10 @@ type marking struct {
 // writes nothing before its end):
 // unless it already ended (acked, not run), the spec is bad (says why)
 // or its runs were all interrupted as often as allowed (failed, acked), or
-// the store cannot be reached (handed back, no attempt counted).
+// the store cannot be reached (handed back, no attempt counted). The write
+// is made only over the record read, so a run of the same job elsewhere
+// (a redelivery after a lost lease) that ended meanwhile is not undone; a
+// write refused is decided again on the record the leader holds since.
 func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad string, maxAttempts int, first bool) marking {
 	settle := func(err error) marking { return marking{settled: true, err: err} }
 	// The record's writes outlive a job cancelled by a hard stop.
@@ -156,70 +159,68 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 	if err == nil || errors.Is(err, jobs.ErrNotFound) {
 		r.health.ok()
 	}
-	write := true
-	switch {
-	case errors.Is(err, jobs.ErrNotFound):
-		// The message is the job; a first run writes nothing before its
-		// end.
-		rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
-		write = !first
-	case err != nil:
-		return settle(r.unavailable(err))
-	case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
-		if d.retryOf != 0 {
-			// Rare: a Retry that gave way, or was read stale; said, so
-			// that a retried job that does not run can be traced.
-			r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(rec.State), "rev", rev, "retry_of", d.retryOf)
-		}
-		r.counts.skipped.Add(1)
-		return settle(nil)
-	case rec.State.Terminal():
-		// The message of a Retry of this very record, delivered before
-		// the Retry wrote it queued.
-		rec = retried(rec)
-	}
-	if d.spec != nil {
-		rec.Spec = d.spec
-	}
-	if kind != "" {
-		rec.Kind = kind
-	}
-	if bad != "" {
-		return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, bad))
-	}
-	if rec.Attempts >= maxAttempts {
-		// Its attempts are spent, the last interrupted: a job that kills
-		// its process would otherwise run for ever.
-		return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
-	}
-	rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
-	if d.attempt > 0 {
-		rec.Deliveries = d.attempt
-	}
-	rec.Trace = runTrace(ctx, rec)
-	if !write {
-		return marking{rec: rec, rev: rev}
-	}
-	// Only over the record just read: a run of the same job elsewhere (a
-	// redelivery after a lost lease) that ended meanwhile is not undone.
-	rev, err = r.swap(wctx, rec, rev)
-	if errors.Is(err, errChanged) {
-		// What it changed to, from the leader: a replica's copy may be the
-		// one just refused (a Retry's queued record read as still failed).
-		if again, arev, lerr := r.leaderRecord(ctx, id); lerr == nil && again.State.Terminal() {
+	for refusals := 0; ; refusals++ {
+		write := true
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			// The message is the job; a first run writes nothing before
+			// its end.
+			rec = jobs.Record{ID: id, State: jobs.Queued, Created: d.published}
+			write = !first
+		case err != nil:
+			return settle(r.unavailable(err))
+		case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
 			if d.retryOf != 0 {
-				r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(again.State), "rev", arev, "retry_of", d.retryOf)
+				// Rare: a Retry that gave way to another; said, so that a
+				// retried job that does not run can be traced.
+				r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(rec.State), "rev", rev, "retry_of", d.retryOf)
 			}
 			r.counts.skipped.Add(1)
 			return settle(nil)
+		case rec.State.Terminal():
+			// The message of a Retry of this very record, delivered before
+			// the Retry wrote it queued.
+			rec = retried(rec)
 		}
-		rev, err = r.put(wctx, rec)
+		if d.spec != nil {
+			rec.Spec = d.spec
+		}
+		if kind != "" {
+			rec.Kind = kind
+		}
+		if bad != "" {
+			return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, bad))
+		}
+		if rec.Attempts >= maxAttempts {
+			// Its attempts are spent, the last interrupted: a job that kills
+			// its process would otherwise run for ever.
+			return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, fmt.Sprintf("given up: %d runs started, the last one interrupted", rec.Attempts)))
+		}
+		rec.State, rec.Attempts, rec.Error, rec.NextRun = jobs.Running, rec.Attempts+1, "", time.Time{}
+		if d.attempt > 0 {
+			rec.Deliveries = d.attempt
+		}
+		rec.Trace = runTrace(ctx, rec)
+		if !write {
+			return marking{rec: rec, rev: rev}
+		}
+		var wrote uint64
+		wrote, err = r.swap(wctx, rec, rev)
+		switch {
+		case err == nil:
+			return marking{rec: rec, rev: wrote}
+		case !errors.Is(err, errChanged):
+			return settle(r.unavailable(err)) // no attempt spent
+		case refusals == maxRefusals:
+			return settle(r.unavailable(fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)))
+		}
+		rec, rev, err = r.leaderRecordAfter(ctx, id, rev)
 	}
-	if err != nil {
-		return settle(r.unavailable(err)) // no attempt spent
-	}
-	return marking{rec: rec, rev: rev}
 }
+
+// maxRefusals bounds how often a write of a record, refused because it
+// changed, is decided again on what it changed to.
+const maxRefusals = 5
 
 // jobRun is how one run went.
 type jobRun struct {
@@ -347,7 +348,7 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 		_, err := r.swap(wctx, rec, rev)
 		if errors.Is(err, errChanged) {
 			var now jobs.Record
-			now, rev, err = r.leaderRecord(wctx, rec.ID) // not a replica's stale copy
+			now, rev, err = r.leaderRecordAfter(wctx, rec.ID, rev) // not a replica's stale copy
 			if err == nil && now.State.Terminal() {
 				return errEnded
 			}

@@ -335,3 +335,40 @@ func TestJetStreamRetryOnAStaleReplica(t *testing.T) {
 		t.Fatalf("a retry delivered to a stale replica: %+v, runs %d", got, jobstest.Runs(dead.ID))
 	}
 }
+
+// TestJetStreamRetryOnALeaderBehind: the same, with the leader still
+// reading the ended record when asked what the refused write's record
+// changed to, as it does while the Retry's write is on its way through its
+// group (the compose cluster met it): the run reads it again until it has
+// moved on, so the job runs rather than being acked as ended.
+func TestJetStreamRetryOnALeaderBehind(t *testing.T) {
+	c := newCluster(t)
+	front := c.runner(t, jsConfig())
+	closeRunner(t, front)
+	dead := submit(t, front, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1}), 1))
+	if err := front.HandleFirstDelivery(context.Background(), "jobs."+dead.ID, mustSpec(t, front, dead.ID)); err != nil {
+		t.Fatal(err)
+	}
+	rec := eventually(t, front, dead.ID, jobs.Failed)
+	rev, err := front.Revision(context.Background(), dead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := c.runner(t, jsConfig())
+	closeRunner(t, stale)
+	if err := stale.StaleRecords(context.Background(), dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.LeaderBehind(context.Background(), dead.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front.Retry(context.Background(), dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.HandleRetryDelivery(context.Background(), dead.ID, rev, rec.Spec, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventually(t, front, dead.ID, jobs.Succeeded); got.Retries != 1 || jobstest.Runs(dead.ID) != 2 {
+		t.Fatalf("a retry delivered while the leader reads the ended record: %+v, runs %d", got, jobstest.Runs(dead.ID))
+	}
+}

@@ -52,6 +52,7 @@ type Runner struct {
 	storeTimeout time.Duration
 	health       storeHealth
 	bucketSubj   string // "$KV.<bucket>.": a record's subject, less its id
+	atLeader     lastMsg // reads a record from the bucket's leader (leaderLast)
 	atSubject    string // "<stream>-at.": where a scheduled job waits, less its id
 	schedules    bool   // the stream allows message schedules
 	maxDelay     time.Duration
@@ -189,6 +190,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(),
 	}
+	r.atLeader = r.leaderLast("KV_" + cfg.Bucket)
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
 		return nil, err
 	}
@@ -450,10 +452,25 @@ func (r *Runner) find(ctx context.Context, id string) (rec jobs.Record, rev, seq
 }
 
 // findAtLeaders is find through the leaders' reads alone: for a reader
-// that must not act on a replica's stale copy (a write refused because
-// the record changed: what it changed to).
-func (r *Runner) findAtLeaders(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
-	if rec, rev, err = r.leaderRecord(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+// that must not act on a replica's stale copy.
+func (r *Runner) findAtLeaders(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+	return r.findAt(ctx, id, r.leaderRecord)
+}
+
+// findAfter is findAtLeaders for a writer whose write over revision
+// refused was refused: what the record changed to (leaderRecordAfter).
+func (r *Runner) findAfter(refused uint64) func(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+	return func(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+		return r.findAt(ctx, id, func(ctx context.Context, id string) (jobs.Record, uint64, error) {
+			return r.leaderRecordAfter(ctx, id, refused)
+		})
+	}
+}
+
+// findAt is find with the record read by record, and the stream read from
+// its leader.
+func (r *Runner) findAt(ctx context.Context, id string, record func(context.Context, string) (jobs.Record, uint64, error)) (rec jobs.Record, rev, seq uint64, err error) {
+	if rec, rev, err = record(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
 		return rec, rev, 0, err
 	}
 	leader := r.leaderLast(r.stream)
@@ -463,13 +480,13 @@ func (r *Runner) findAtLeaders(ctx context.Context, id string) (rec jobs.Record,
 	if rec, seq, err = r.message(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
 		return rec, 0, seq, err
 	}
-	rec, rev, err = r.leaderRecord(ctx, id)
+	rec, rev, err = record(ctx, id)
 	return rec, rev, 0, err
 }
 
 // leaderRecord reads job id's record from the bucket's leader.
 func (r *Runner) leaderRecord(ctx context.Context, id string) (jobs.Record, uint64, error) {
-	m, err := r.leaderLast("KV_"+r.bucket)(ctx, r.bucketSubj+id)
+	m, err := r.atLeader(ctx, r.bucketSubj+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Header.Get("KV-Operation") != "" {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -478,6 +495,29 @@ func (r *Runner) leaderRecord(ctx context.Context, id string) (jobs.Record, uint
 	}
 	rec, err := decodeRecord(id, m.Data)
 	return rec, m.Sequence, err
+}
+
+// leaderRecordAfter reads job id's record from the bucket's leader after
+// a write over revision refused (0: none) was refused. The leader refuses
+// a write over the last revision too while another write of the record is
+// on its way through the group, and reads the record as it was until that
+// write is stored: so while it still reads revision refused, it is read
+// again a moment later, up to the store's timeout, then returned as it is
+// (the write on its way may have failed).
+func (r *Runner) leaderRecordAfter(ctx context.Context, id string, refused uint64) (jobs.Record, uint64, error) {
+	deadline := time.Now().Add(r.storeTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		rec, rev, err := r.leaderRecord(ctx, id)
+		stale := err == nil && rev == refused || errors.Is(err, jobs.ErrNotFound) && refused == 0
+		if !stale || time.Now().Add(wait).After(deadline) {
+			return rec, rev, err
+		}
+		select {
+		case <-ctx.Done():
+			return rec, rev, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // waiting reads a job that has no record yet from its message, or from its
