@@ -8,7 +8,9 @@
 # workers / mean sleep), the share of it measured, the p50/p99 of
 # POST /v1/jobs, and the replicated writes a job (messages the jobs' stream
 # and the records' bucket stored, and the consumer's acks, read from nats1's
-# monitor before and after each round). The project is torn down ("down -v") at the end.
+# monitor before and after each round), and where the cores went: each
+# container's CPU time in the round, per job (from its cgroup, where the
+# host shows it). The project is torn down ("down -v") at the end.
 # Tracing stays as the compose file sets it (every request sampled);
 # CREW_TRACE_RATIO=0.1 or CREW_OTLP_ENDPOINT= change that.
 # Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3]
@@ -64,11 +66,38 @@ for a in d.get("account_details", []):
                 acks += c["ack_floor"]["consumer_seq"]
 print(msgs, acks)'
 }
+# Each container's CPU time so far, in ns, from its cgroup (v1 or v2):
+# "name ns" lines; none where the host does not show them.
+cpu_times() {
+  for s in nats1 nats2 nats3 crewd1 crewd2 crewd3 otelcol; do
+    id=$(docker inspect -f '{{.Id}}' "$("${dc[@]}" -p "$project" ps -q "$s")" 2>/dev/null) || continue
+    for f in "/sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage" "/sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat"; do
+      [ -r "$f" ] || continue
+      case "$f" in
+        *cpu.stat) echo "$s $(($(awk '$1 == "usage_usec" {print $2}' "$f") * 1000))" ;;
+        *) echo "$s $(cat "$f")" ;;
+      esac
+      break
+    done
+  done
+}
 for round in $(seq "$rounds"); do
   echo "== round $round: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
+  cpu_times >"$tmp/cpu0"
   "$tmp/crewload" -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0
   sleep 1 # the last acks reach the monitor
   read -r m1 a1 < <(counters)
+  cpu_times >"$tmp/cpu1"
   python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
+  python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" <<'PY'
+import sys
+before = dict(l.split() for l in open(sys.argv[1]) if l.strip())
+after = dict(l.split() for l in open(sys.argv[2]) if l.strip())
+n = int(sys.argv[3])
+parts = [(s, (int(after[s]) - int(before[s])) / 1e9) for s in after if s in before]
+if parts:
+    total = sum(c for _, c in parts)
+    print(f"cpu        {total:.1f} s in all, {total / n * 1e3:.2f} ms a job: " + ", ".join(f"{s} {c:.1f} s" for s, c in parts))
+PY
 done
