@@ -51,10 +51,10 @@ type Runner struct {
 
 	storeTimeout time.Duration
 	health       storeHealth
-	bucketSubj   string // "$KV.<bucket>.": a record's subject, less its id
+	bucketSubj   string  // "$KV.<bucket>.": a record's subject, less its id
 	atLeader     lastMsg // reads a record from the bucket's leader (leaderLast)
-	atSubject    string // "<stream>-at.": where a scheduled job waits, less its id
-	schedules    bool   // the stream allows message schedules
+	atSubject    string  // "<stream>-at.": where a scheduled job waits, less its id
+	schedules    bool    // the stream allows message schedules
 	maxDelay     time.Duration
 
 	succeededTTL, failedTTL time.Duration
