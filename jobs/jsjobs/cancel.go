@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,38 +29,56 @@ import (
 // errJobCanceled is the cause of a run's context ended by a cancel.
 var errJobCanceled = errors.New("job canceled")
 
-// runs are the jobs running here, by id, with what cancels each.
+// runs are the jobs running here, by id, with what cancels each: one job
+// may have two runs here at once (its message redelivered after a lost
+// lease while the first run ends, or a Retry's message beside it), and a
+// cancel reaches both.
 type runs struct {
 	mu   sync.Mutex
-	byID map[string]context.CancelCauseFunc
+	byID map[string][]*run
 	sub  *nats.Subscription
 }
 
+// run is one run registered in runs.
+type run struct{ cancel context.CancelCauseFunc }
+
 // listen subscribes to the cancels of the jobs of stream.
 func (rs *runs) listen(nc *nats.Conn, stream string) error {
-	rs.byID = make(map[string]context.CancelCauseFunc)
 	sub, err := nc.Subscribe(stream+"-cancel.*", func(m *nats.Msg) {
-		id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-		rs.mu.Lock()
-		cancel := rs.byID[id]
-		rs.mu.Unlock()
-		if cancel != nil {
-			cancel(errJobCanceled)
-		}
+		rs.cancel(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 	})
 	rs.sub = sub
 	return err
 }
 
-// start registers a run of job id, cancelled by a cancel of the job.
+// cancel ends the context of every run of job id here.
+func (rs *runs) cancel(id string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.byID[id] {
+		r.cancel(errJobCanceled)
+	}
+}
+
+// start registers a run of job id, cancelled by a cancel of the job, until
+// the func it returns is called.
 func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	r := &run{cancel: cancel}
 	rs.mu.Lock()
-	rs.byID[id] = cancel
+	if rs.byID == nil {
+		rs.byID = make(map[string][]*run)
+	}
+	rs.byID[id] = append(rs.byID[id], r)
 	rs.mu.Unlock()
 	return ctx, func() {
 		rs.mu.Lock()
-		delete(rs.byID, id)
+		others := slices.DeleteFunc(rs.byID[id], func(o *run) bool { return o == r })
+		if len(others) == 0 {
+			delete(rs.byID, id)
+		} else {
+			rs.byID[id] = others
+		}
 		rs.mu.Unlock()
 		cancel(nil)
 	}
