@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,15 +23,7 @@ import (
 // accepted over time, and logs them. It runs with NODE_BACKLOG=1 as well
 // as CREW_NODE_TEST=1.
 func TestNodeBacklog(t *testing.T) {
-	if os.Getenv("CREW_NODE_TEST") == "" || os.Getenv("NODE_BACKLOG") == "" {
-		t.Skip("the backlog test runs with CREW_NODE_TEST=1 and NODE_BACKLOG=1 (NODE_BACKLOG=1 deploy/node/node-test.sh)")
-	}
-	set := readSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	transport := &http.Transport{MaxIdleConnsPerHost: 32}
-	client := &http.Client{Transport: transport}
-	defer transport.CloseIdleConnections()
+	set, ctx, client := begin(t, 15*time.Minute, "the backlog test runs with CREW_NODE_TEST=1 and NODE_BACKLOG=1 (NODE_BACKLOG=1 deploy/node/node-test.sh)", "NODE_BACKLOG")
 	began := time.Now()
 
 	const ns = "crewd-backlog"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,15 +19,7 @@ import (
 // every job answered 202 must succeed. It runs with NODE_HPA=1 as well as
 // CREW_NODE_TEST=1 (node-test.sh passes it on): it adds about 4 minutes.
 func TestNodeHPA(t *testing.T) {
-	if os.Getenv("CREW_NODE_TEST") == "" || os.Getenv("NODE_HPA") == "" {
-		t.Skip("the HPA test runs with CREW_NODE_TEST=1 and NODE_HPA=1 (NODE_HPA=1 deploy/node/node-test.sh)")
-	}
-	set := readSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	transport := &http.Transport{MaxIdleConnsPerHost: 32}
-	client := &http.Client{Transport: transport}
-	defer transport.CloseIdleConnections()
+	set, ctx, client := begin(t, 15*time.Minute, "the HPA test runs with CREW_NODE_TEST=1 and NODE_HPA=1 (NODE_HPA=1 deploy/node/node-test.sh)", "NODE_HPA")
 	began := time.Now()
 
 	// The other tests' releases (and an earlier run's) leave too little CPU

@@ -82,17 +82,29 @@ func phase(t *testing.T, what string, since time.Time) {
 	t.Logf("%-60s %6.1fs", what, time.Since(since).Seconds())
 }
 
-// TestNode: see the package documentation.
-func TestNode(t *testing.T) {
-	if os.Getenv("CREW_NODE_TEST") == "" {
-		t.Skip("the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes")
+// begin skips t, saying why, unless CREW_NODE_TEST and every variable of
+// also are set; else it returns the settings, a context that ends after d
+// and a client for the Services, both ended with the test.
+func begin(t *testing.T, d time.Duration, why string, also ...string) (settings, context.Context, *http.Client) {
+	t.Helper()
+	for _, v := range append([]string{"CREW_NODE_TEST"}, also...) {
+		if os.Getenv(v) == "" {
+			t.Skip(why)
+		}
 	}
 	set := readSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
 	transport := &http.Transport{MaxIdleConnsPerHost: 32}
-	client := &http.Client{Transport: transport}
-	defer transport.CloseIdleConnections()
+	t.Cleanup(transport.CloseIdleConnections)
+	return set, ctx, &http.Client{Transport: transport}
+}
+
+const nodeTestSkip = "the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes"
+
+// TestNode: see the package documentation.
+func TestNode(t *testing.T) {
+	set, ctx, client := begin(t, 25*time.Minute, nodeTestSkip)
 	began := time.Now()
 
 	nodeIP, err := kube(ctx, "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
@@ -124,15 +136,7 @@ type nodeTest struct {
 // drain move the same Deployment and PodDisruptionBudget; TestNode has
 // them.) The overlay as it is, but for what the node lacks: prodOnTheNode.
 func TestNodeKustomize(t *testing.T) {
-	if os.Getenv("CREW_NODE_TEST") == "" {
-		t.Skip("the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes")
-	}
-	set := readSettings(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	transport := &http.Transport{MaxIdleConnsPerHost: 32}
-	client := &http.Client{Transport: transport}
-	defer transport.CloseIdleConnections()
+	set, ctx, client := begin(t, 15*time.Minute, nodeTestSkip)
 	began := time.Now()
 	nodeIP, err := kube(ctx, "get", "node", nodeName, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)
 	if err != nil {
