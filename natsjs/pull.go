@@ -60,6 +60,7 @@ func (s *Source) pull() {
 		return // Run's tick tries again
 	}
 	st := s.pool.Stats()
+	s.afterMax.Store(int64(st.MaxWorkers))
 	if st.Closed {
 		// The pool stopped under the Source: its queued tasks may be
 		// dropped without running, so hand back what has not started.

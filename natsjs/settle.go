@@ -66,9 +66,12 @@ func (m *Msg) run(ctx context.Context) (err error) {
 		s.settle(m, mc, ctx, pe)
 		err = pe
 	}()
-	err = s.h(mc, m)
+	off, err := s.then(m, mc, s.h(mc, m))
 	returned = true
 	mc.release()
+	if off {
+		return nil // settled by what the handler left (then.go)
+	}
 	s.settle(m, mc, ctx, err)
 	return err
 }

@@ -16,7 +16,8 @@ import (
 
 // A Handler runs one message. Returning nil acks it; an error naks it with
 // backoff (or terms it after the last attempt, with a dead-letter publish);
-// a panic is an error. ctx ends when the pool cancels the task (timeout,
+// a panic is an error; Then leaves the rest to run off the pool. ctx ends
+// when the pool cancels the task (timeout,
 // hard shutdown) or when the message's lease can no longer be kept; its Err
 // is then ErrLeaseLost, which wraps context.Canceled.
 type Handler func(ctx context.Context, m *Msg) error
@@ -50,6 +51,8 @@ type Source struct {
 	window    *window       // how many unstarted messages to hold (window.go)
 	lastStart atomic.Int64  // when a handler last started, unix nanoseconds
 	stalled   atomic.Bool   // no start for an AckWait: no window (renewLeases)
+	afters    atomic.Int64  // what handlers left with Then, running off the pool
+	afterMax  atomic.Int64  // the pool's bound when last read: the most afters
 	wake      chan struct{}
 	done      chan struct{} // closed when Run returns
 	running   atomic.Bool
@@ -121,6 +124,7 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
 	}
+	s.afterMax.Store(int64(pool.Stats().MaxWorkers))
 	s.window = newWindow(o.window, s.ackWait)
 	s.renewAfter = time.Duration(float64(s.ackWait) * o.heartbeat)
 	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, s.renewAfter/4))

@@ -31,15 +31,20 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		return jobs.Record{}, err
 	}
 	find := r.find
-	retries := -1 // the record's count before this Retry's publish
+	retries := -1      // the record's count before this Retry's publish
+	var was jobs.State // and the revision retried, from
+	var from uint64
 	for range 5 {
 		rec, rev, _, err := find(ctx, id)
 		switch {
 		case err != nil:
 			return jobs.Record{}, err
-		case !rec.State.Terminal(), retries >= 0 && rec.Retries > retries:
-			// Live, or run again since this Retry's publish, to its end
-			// (a quick job can end before the Retry reads it again).
+		case retries >= 0 && rec.Retries > retries:
+			// Run again since this Retry's publish, its run first to
+			// write the record (a quick job can even have ended).
+			r.retriedBy(id, was, from, rec.Retries)
+			return rec, nil
+		case !rec.State.Terminal():
 			return rec, nil
 		case rec.State == jobs.Succeeded:
 			return rec, &jobs.EndedError{State: rec.State}
@@ -52,7 +57,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		if err != nil {
 			return rec, fmt.Errorf("job %s cannot run again: %w", id, err)
 		}
-		retries = rec.Retries
+		retries, was, from = rec.Retries, rec.State, rev
 		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 		err = r.publish(pctx, id, job, rev)
 		cancel()
@@ -67,14 +72,20 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			// Published: the job runs, and its run writes its record.
 			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)
 		}
-		if r.log != nil {
-			r.log.Info("job retried", "job", id, "was", string(rec.State), "rev", rev, "retries", again.Retries)
-		}
-		r.counts.retriedByHand.Add(1)
-		r.reruns.WithLabelValues(string(rec.State)).Inc()
+		r.retriedBy(id, was, rev, again.Retries)
 		return again, nil
 	}
 	return jobs.Record{}, fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)
+}
+
+// retriedBy logs and counts a job run again by a Retry, which found it in
+// state was at revision rev.
+func (r *Runner) retriedBy(id string, was jobs.State, rev uint64, retries int) {
+	if r.log != nil {
+		r.log.Info("job retried", "job", id, "was", string(was), "rev", rev, "retries", retries)
+	}
+	r.counts.retriedByHand.Add(1)
+	r.reruns.WithLabelValues(string(was)).Inc()
 }
 
 // retried is an ended job's record queued again by a Retry: fresh

@@ -9,12 +9,22 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // HandleDelivery runs Handle's logic on a delivery made up by a test.
 func (r *Runner) HandleDelivery(ctx context.Context, subject string, data []byte) error {
-	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now()})
+	return settled(ctx, r.handle(ctx, delivery{subject: subject, data: data, published: time.Now()}))
+}
+
+// settled is what a Source settles a delivery on: the handler's return, or
+// what it left with natsjs.Then, run here.
+func settled(ctx context.Context, err error) error {
+	if fn, ok := natsjs.ThenFunc(err); ok {
+		return fn(ctx)
+	}
+	return err
 }
 
 // HandleProbe records a probe's outcome, as WatchStore does.
@@ -23,7 +33,7 @@ func (r *Runner) HandleProbe(err error) { r.health.probed(err) }
 // HandleFirstDelivery runs Handle's logic on a first delivery made up by a
 // test: the run starts while its start is recorded.
 func (r *Runner) HandleFirstDelivery(ctx context.Context, subject string, data []byte) error {
-	return r.handle(ctx, delivery{subject: subject, data: data, published: time.Now(), attempt: 1})
+	return settled(ctx, r.handle(ctx, delivery{subject: subject, data: data, published: time.Now(), attempt: 1}))
 }
 
 // Revision reads the revision of job id's record.
@@ -39,7 +49,7 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 	if err != nil {
 		return err
 	}
-	return r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf})
+	return settled(ctx, r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf}))
 }
 
 // OnRecordMissing has fn run after each read of a record that finds none,

@@ -22,7 +22,8 @@ var errTimedOut = errors.New("job timed out")
 
 // Handle is the natsjs.Handler of the jobs' stream: it runs one delivered
 // job and keeps its record. Returning nil acks the message, an error naks
-// it for a later run. It is idempotent: a job whose record is already
+// it for a later run; a run's end is written off the pool's slot
+// (natsjs.Then), and the message settled on that write. It is idempotent: a job whose record is already
 // terminal is acked without running again. A run that succeeds is recorded
 // and acked; one that fails or times out is retried after a backoff
 // (recorded retrying, handed back with that delay) while attempts remain
@@ -243,7 +244,10 @@ func runJob(ctx context.Context, job jobs.Prepared) jobRun {
 // timed_out with its attempts spent or a permanent error), the job
 // retrying after a backoff (or a snooze, which counts no attempt), or,
 // interrupted by ctx (a hard stop, a lost lease), the job queued again and
-// handed back to run again.
+// handed back to run again. An end or a retry is written off the run's
+// slot (natsjs.Then), which the next job may take meanwhile: the run is
+// over, and its message stays held, its lease kept, until the write is
+// stored and the message settled on it.
 func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, job jobs.Prepared) error {
 	rec := m.rec
 	outcome := string(jobs.Failed)
@@ -260,7 +264,9 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	r.observeRun(ctx, kind, outcome, run.took)
 	switch outcome {
 	case string(jobs.Succeeded):
-		return r.finish(ctx, m.rev, rec, jobs.Succeeded, run.value, "")
+		return natsjs.Then(func(ctx context.Context) error {
+			return r.finish(ctx, m.rev, rec, jobs.Succeeded, run.value, "")
+		})
 	case string(jobs.Canceled):
 		// Its record says so already, written by the cancel.
 		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(string(jobs.Canceled)))
@@ -283,7 +289,9 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	}
 	if d, ok := jobs.SnoozedFor(run.err); ok {
 		rec.Attempts-- // a snoozed run is no attempt
-		return r.retry(ctx, m.rev, rec, d, "snoozed", &r.counts.snoozed)
+		return natsjs.Then(func(ctx context.Context) error {
+			return r.retry(ctx, m.rev, rec, d, "snoozed", &r.counts.snoozed)
+		})
 	}
 	st, msg := jobs.Failed, run.err.Error()
 	if outcome == string(jobs.TimedOut) {
@@ -291,9 +299,14 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	}
 	rec.AddError(msg, time.Now())
 	if jobs.IsPermanent(run.err) || rec.Attempts >= r.attempts(job) {
-		return r.finish(ctx, m.rev, rec, st, nil, msg)
+		return natsjs.Then(func(ctx context.Context) error {
+			return r.finish(ctx, m.rev, rec, st, nil, msg)
+		})
 	}
-	return r.retry(ctx, m.rev, rec, r.backoff(rec.Attempts), string(st), &r.counts.retried)
+	d := r.backoff(rec.Attempts)
+	return natsjs.Then(func(ctx context.Context) error {
+		return r.retry(ctx, m.rev, rec, d, string(st), &r.counts.retried)
+	})
 }
 
 // retry records the job retrying, due after d, and has the Source hand it

@@ -192,15 +192,35 @@ func Handler(h natsjs.Handler, opts ...Option) natsjs.Handler {
 			}
 		}
 		ctx, span := tracer.Start(parent, m.Subject()+" process", startOpts...)
-		defer span.End()
 		if c.started != nil {
 			c.started(ctx, m, span.SpanContext())
 		}
-		err := h(ctx, m)
+		err := process(span, func() error { return h(ctx, m) })
+		if fn, ok := natsjs.ThenFunc(err); ok {
+			// The span goes on until what the handler left is done.
+			return natsjs.Then(func(ctx context.Context) error {
+				return process(span, func() error { return fn(trace.ContextWithSpan(ctx, span)) })
+			})
+		}
+		return err
+	}
+}
+
+// process runs f, a message's processing, and ends its span with f's error
+// (a panic included), unless f left the rest to Then.
+func process(span trace.Span, f func() error) (err error) {
+	then := false
+	defer func() {
+		if then {
+			return
+		}
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		}
-		return err
-	}
+		span.End()
+	}()
+	err = f()
+	_, then = natsjs.ThenFunc(err)
+	return err
 }
