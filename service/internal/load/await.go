@@ -12,11 +12,21 @@ import (
 )
 
 // awaitJobs waits for the jobs the run had accepted to end, and reports
-// how long they took.
+// how long they took. While they run it asks only crewd's counts, one
+// request at a time (awaitCounts), when crewd answered them before the
+// first post; then it reads every job's record (awaitJobs), which decides
+// what is reported: the records' "finished" is the measure, whenever they
+// are read, so reading them once the jobs have ended takes nothing from
+// the cores the jobs run on. Without counts it reads the records at once.
 func (r *run) awaitJobs(ctx context.Context) (*JobsReport, error) {
 	j := &JobsReport{Accepted: len(r.ids), Work: r.work, Workers: r.o.Workers}
 	if len(r.ids) > 0 {
 		j.Accept = r.lastOK.Sub(r.start)
+	}
+	if r.counted && len(r.ids) > 0 {
+		if err := awaitCounts(ctx, r.client, r.o.URL, r.before, len(r.ids)); err != nil {
+			return nil, fmt.Errorf("waiting for the jobs: %w", err)
+		}
 	}
 	last, ended, succeeded, err := awaitJobs(ctx, r.client, r.o.URL, r.ids, r.o.Concurrency)
 	if err != nil {
@@ -30,7 +40,10 @@ func (r *run) awaitJobs(ctx context.Context) (*JobsReport, error) {
 }
 
 // awaitJobs asks for every job's record until each has ended, with
-// clients clients, and returns the latest "finished" and the counts.
+// clients clients, and returns the latest "finished" and the counts. Run
+// after crewd's counts said the jobs ended, it reads most records once; a
+// job still live is asked for again as awaitJob does, so what it returns
+// never rests on the counts.
 func awaitJobs(ctx context.Context, c *http.Client, url string, ids []string, clients int) (last time.Time, ended, succeeded int, err error) {
 	var (
 		mu   sync.Mutex
@@ -84,7 +97,8 @@ type jobRecord struct {
 // error). The asks come 20 ms apart at first, then twice as far each time
 // up to a second: what is measured is the record's "finished", not when
 // it was read, and reads of a backlog must not take the cores its jobs
-// run on.
+// run on. Such a backlog is read when crewd's counts could not be waited
+// on first, or said ended too soon.
 func awaitJob(ctx context.Context, c *http.Client, url, id string) (jobRecord, bool, error) {
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		var rec jobRecord

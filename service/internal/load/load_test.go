@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,5 +182,242 @@ func TestWaitOutlivesTheDuration(t *testing.T) {
 	}
 	if j := r.Jobs; j == nil || j.Accepted == 0 || j.Ended != j.Accepted {
 		t.Fatalf("jobs report %+v, want every accepted job ended", j)
+	}
+}
+
+// fakeCrewd is a crewd for -wait: it accepts every job with the next
+// number as its id, answers GET /v1/jobs/counts with counts(ask), ask
+// counting its asks from 0 (404 when counts is nil), and job n's record
+// with record(n). It notes whether the first ask of the counts came before
+// the first post, the most counts asks in flight at once, and the reads of
+// a record made before ended was set.
+type fakeCrewd struct {
+	counts func(ask int64) string
+	record func(n uint64) string
+	ended  atomic.Bool // set by counts when it answers that the jobs ended
+
+	posted, asks, reads, early atomic.Int64
+	askedFirst                 atomic.Bool
+	mu                         sync.Mutex
+	inFlight, maxInFlight      int
+}
+
+func (f *fakeCrewd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodPost:
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"id":"%016x","state":"queued"}`, f.posted.Add(1))
+	case r.URL.Path == "/v1/jobs/counts":
+		if f.counts == nil {
+			http.NotFound(w, r)
+			return
+		}
+		f.mu.Lock()
+		f.inFlight++
+		f.maxInFlight = max(f.maxInFlight, f.inFlight)
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.inFlight--
+			f.mu.Unlock()
+		}()
+		ask := f.asks.Add(1) - 1
+		if ask == 0 && f.posted.Load() == 0 {
+			f.askedFirst.Store(true)
+		}
+		time.Sleep(time.Millisecond) // long enough for a second ask to overlap, if one were sent
+		answer := f.counts(ask)
+		if answer == "" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, answer)
+	default:
+		if !f.ended.Load() {
+			f.early.Add(1)
+		}
+		f.reads.Add(1)
+		n, _ := strconv.ParseUint(strings.TrimPrefix(r.URL.Path, "/v1/jobs/"), 16, 64)
+		fmt.Fprint(w, f.record(n))
+	}
+}
+
+// countsJSON is GET /v1/jobs/counts's answer with the states in n and
+// every other state 0.
+func countsJSON(n map[string]int) string {
+	all := map[string]int{}
+	for _, st := range []string{"scheduled", "queued", "running", "retrying", "succeeded", "failed", "timed_out", "canceled", "not_run"} {
+		all[st] = n[st]
+	}
+	b, _ := json.Marshal(map[string]any{"counts": all})
+	return string(b)
+}
+
+// endedAt is a record that ended at start + n s: job 3 timed out, every
+// other one succeeded.
+func endedAt(start time.Time) func(n uint64) string {
+	return func(n uint64) string {
+		state := "succeeded"
+		if n == 3 {
+			state = "timed_out"
+		}
+		fin := start.Add(time.Duration(n) * time.Second).UTC().Format(time.RFC3339Nano)
+		return fmt.Sprintf(`{"state":%q,"finished":%q}`, state, fin)
+	}
+}
+
+// TestWaitAsksTheCountsWhileTheJobsRun: with crewd's counts, -wait reads
+// them before the first post, then only them, one at a time, while the
+// jobs run; no job's record is read until the ended jobs have grown by as
+// many as were accepted (other clients' jobs still live), and the report
+// comes from the records.
+func TestWaitAsksTheCountsWhileTheJobsRun(t *testing.T) {
+	const jobs, k = 30, 4 // the k-th ask after the baseline says ended
+	start := time.Now()
+	f := &fakeCrewd{record: endedAt(start)}
+	f.counts = func(ask int64) string {
+		// Before: 9 ended and 3 of other clients' jobs running, which
+		// stay running throughout.
+		switch {
+		case ask == 0:
+			return countsJSON(map[string]int{"succeeded": 7, "failed": 2, "running": 3})
+		case ask < k-1:
+			return countsJSON(map[string]int{"succeeded": 7, "failed": 2, "running": 3, "queued": jobs})
+		case ask == k-1: // all but one ended: not enough
+			return countsJSON(map[string]int{"succeeded": 7 + jobs - 2, "failed": 2, "timed_out": 1, "running": 4})
+		}
+		f.ended.Store(true)
+		return countsJSON(map[string]int{"succeeded": 7 + jobs - 1, "failed": 2, "timed_out": 1, "running": 3})
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: jobs,
+		Concurrency: 4, Wait: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.early.Load(); n > 0 {
+		t.Fatalf("%d GET /v1/jobs/{id} before the counts said the jobs ended", n)
+	}
+	f.mu.Lock()
+	most := f.maxInFlight
+	f.mu.Unlock()
+	if !f.askedFirst.Load() || f.asks.Load() != k+1 || most != 1 {
+		t.Fatalf("counts asked first %v, %d times (want %d), at most %d at once (want 1)",
+			f.askedFirst.Load(), f.asks.Load(), k+1, most)
+	}
+	if f.reads.Load() != jobs {
+		t.Fatalf("%d reads of records, want one per job (%d)", f.reads.Load(), jobs)
+	}
+	j := r.Jobs
+	if j == nil || j.Accepted != jobs || j.Ended != jobs || j.Completed != jobs-1 {
+		t.Fatalf("jobs report %+v, want %d accepted and ended, one timed out", j, jobs)
+	}
+	if j.Complete < (jobs-1)*time.Second || j.Complete > (jobs+1)*time.Second {
+		t.Fatalf("complete %v, want the last job's finished (%d s after the start)", j.Complete, jobs)
+	}
+}
+
+// TestWaitWithoutCounts: a crewd that does not answer the counts (an
+// older one's 404), or whose counts fail during the wait, still has every
+// job awaited through its record, each queued on its first read.
+func TestWaitWithoutCounts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		counts func(ask int64) string
+		asks   int64
+	}{
+		{"404", nil, 0},
+		{"failing during the wait", func(ask int64) string {
+			if ask == 0 {
+				return countsJSON(nil)
+			}
+			return ""
+		}, 2},
+		{"not every state named", func(int64) string { return `{"counts":{"queued":0,"succeeded":0}}` }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const jobs = 20
+			start := time.Now()
+			var mu sync.Mutex
+			seen := map[uint64]bool{}
+			f := &fakeCrewd{counts: c.counts}
+			f.record = func(n uint64) string {
+				mu.Lock()
+				defer mu.Unlock()
+				if !seen[n] {
+					seen[n] = true
+					return `{"state":"queued"}`
+				}
+				return endedAt(start)(n)
+			}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: jobs,
+				Concurrency: 4, Wait: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.asks.Load() != c.asks || f.reads.Load() != 2*jobs {
+				t.Fatalf("counts asked %d times (want %d), records read %d times (want %d)", f.asks.Load(), c.asks, f.reads.Load(), 2*jobs)
+			}
+			if j := r.Jobs; j == nil || j.Accepted != jobs || j.Ended != jobs || j.Completed != jobs-1 ||
+				j.Complete < (jobs-1)*time.Second || j.Complete > (jobs+1)*time.Second {
+				t.Fatalf("jobs report %+v, want %d accepted and ended, one timed out, complete at %d s", j, jobs, jobs)
+			}
+		})
+	}
+}
+
+// TestWaitReadsTheJobsWhenNoneIsLive: counts whose ended jobs never grow
+// by the jobs accepted (records evicted meanwhile) end the wait when no
+// job is live, and every job is then read from its record.
+func TestWaitReadsTheJobsWhenNoneIsLive(t *testing.T) {
+	const jobs = 20
+	f := &fakeCrewd{record: endedAt(time.Now())}
+	f.counts = func(ask int64) string {
+		switch ask {
+		case 0:
+			return countsJSON(map[string]int{"succeeded": 50})
+		case 1:
+			return countsJSON(map[string]int{"succeeded": 20, "queued": jobs})
+		}
+		f.ended.Store(true)
+		return countsJSON(map[string]int{"succeeded": 40})
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: jobs,
+		Concurrency: 4, Wait: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.early.Load() > 0 || f.asks.Load() != 3 || f.reads.Load() != jobs {
+		t.Fatalf("%d records read before no job was live, %d reads in all (want %d), counts asked %d times (want 3)",
+			f.early.Load(), f.reads.Load(), jobs, f.asks.Load())
+	}
+	if j := r.Jobs; j == nil || j.Ended != jobs || j.Completed != jobs-1 {
+		t.Fatalf("jobs report %+v, want %d ended, one timed out", j, jobs)
+	}
+}
+
+// TestWaitOnTheCountsEndsWithTheContext: an interrupted wait on counts
+// that never say ended returns the interruption, without reading a record.
+func TestWaitOnTheCountsEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fakeCrewd{record: endedAt(time.Now())}
+	f.counts = func(ask int64) string {
+		if ask == 3 {
+			cancel()
+		}
+		return countsJSON(map[string]int{"running": 1})
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	_, err := load.Run(ctx, load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: 5, Concurrency: 2, Wait: true}, nil)
+	if err == nil || err.Error() != "waiting for the jobs: context canceled" || f.reads.Load() != 0 {
+		t.Fatalf("err %v after %d reads of records, want %q and none", err, f.reads.Load(), "waiting for the jobs: context canceled")
 	}
 }

@@ -15,14 +15,17 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
+	r := newRun(o)
+	defer r.client.CloseIdleConnections()
+	if o.Wait {
+		r.before, r.counted = readCounts(ctx, r.client, o.URL) // before the first post: the wait's baseline
+	}
 	parent := ctx // -wait's: the jobs end after the sending does
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	r := newRun(o)
-	defer r.client.CloseIdleConnections()
 	r.send(ctx, progress)
 	rep := r.report()
 	if o.Wait {
@@ -42,7 +45,9 @@ type run struct {
 	requests requests
 	client   *http.Client
 	interval time.Duration // between requests' due times, with a rate; 0 without
-	start    time.Time
+	start    time.Time     // when the clients began
+	before   jobCounts     // crewd's counts before the first post (-wait)
+	counted  bool          // whether crewd answered them
 
 	next atomic.Int64 // the next request's number
 	done atomic.Int64 // requests answered or failed
@@ -64,7 +69,6 @@ func newRun(o Options) *run {
 		client:   &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}},
 		status:   map[int]int{},
 		errs:     map[string]int{},
-		start:    time.Now(),
 	}
 	if o.Rate > 0 {
 		r.interval = time.Duration(float64(time.Second) / o.Rate)
@@ -75,6 +79,7 @@ func newRun(o Options) *run {
 // send runs o.Concurrency clients, with progress shown, until the requests
 // are sent or ctx ends.
 func (r *run) send(ctx context.Context, progress io.Writer) {
+	r.start = time.Now()
 	var wg sync.WaitGroup
 	for range r.o.Concurrency {
 		wg.Go(func() { r.sendEach(ctx) })
