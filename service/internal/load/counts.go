@@ -8,8 +8,13 @@ import (
 	"time"
 )
 
-// countsEvery is how far apart the wait asks crewd's counts.
+// countsEvery is how far apart the wait asks crewd's counts, and
+// countsStill how long they may stay the same before the wait stops
+// trusting them (records evicted as fast as jobs end, another client's
+// jobs live for ever) and reads the records.
 const countsEvery = 20 * time.Millisecond
+
+var countsStill = 5 * time.Second // a variable for the tests
 
 // The states of a job as GET /v1/jobs/counts names them: live ones may
 // still change, ended ones will not.
@@ -61,14 +66,21 @@ func readCounts(ctx context.Context, c *http.Client, url string) (jobCounts, boo
 // each job's record is worth it: jobs of other clients end too, and
 // records expire or are evicted, so the ended count can grow by less than
 // the jobs that ended, or shrink; when that hides the growth, the live
-// count reaching 0 still ends the wait.
+// count reaching 0 still ends the wait, and counts that stay the same for
+// countsStill end it too.
 func awaitCounts(ctx context.Context, c *http.Client, url string, before jobCounts, accepted int) error {
+	last, changed := before, time.Now()
 	for {
 		now, ok := readCounts(ctx, c, url)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !ok || now.ended-before.ended >= accepted || now.live == 0 {
+			return nil
+		}
+		if now != last {
+			last, changed = now, time.Now()
+		} else if time.Since(changed) >= countsStill {
 			return nil
 		}
 		select {

@@ -421,3 +421,31 @@ func TestWaitOnTheCountsEndsWithTheContext(t *testing.T) {
 		t.Fatalf("err %v after %d reads of records, want %q and none", err, f.reads.Load(), "waiting for the jobs: context canceled")
 	}
 }
+
+// TestWaitStopsTrustingStillCounts: counts that never move (another
+// client's job live for ever, the run's records evicted as they end) end
+// the wait on the counts after a while, and every record is read.
+func TestWaitStopsTrustingStillCounts(t *testing.T) {
+	defer load.SetCountsStill(100 * time.Millisecond)()
+	const jobs = 10
+	f := &fakeCrewd{record: endedAt(time.Now())}
+	f.counts = func(ask int64) string {
+		if ask >= 1 {
+			f.ended.Store(true)
+		}
+		return countsJSON(map[string]int{"running": 1, "succeeded": 7})
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: jobs,
+		Concurrency: 4, Wait: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.asks.Load() < 3 || f.reads.Load() != jobs {
+		t.Fatalf("counts asked %d times, %d records read (want %d)", f.asks.Load(), f.reads.Load(), jobs)
+	}
+	if j := r.Jobs; j == nil || j.Ended != jobs {
+		t.Fatalf("jobs report %+v, want %d ended", j, jobs)
+	}
+}
