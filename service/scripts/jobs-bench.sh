@@ -10,6 +10,9 @@
 # OTLP/HTTP to an OpenTelemetry Collector on loopback (the compose
 # cluster's, built by deploy/compose/build-images.sh; on the same cores, so
 # its work is in the figure too): what tracing costs.
+# crewd runs with GOMEMLIMIT 1GiB unless set, as in a container of that
+# limit (the Kubernetes files set it from limits.memory), and so with the
+# GC percent it takes under a limit.
 # Usage: service/scripts/jobs-bench.sh [-workers 32] [-requests 3000] [-rounds 3] [-trace off,0.1,1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +60,7 @@ for round in $(seq "$rounds"); do
       env=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp" OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG="$trace")
     fi
     http=$(free_port) admin=$(free_port)
-    env "${env[@]}" "$tmp/crewd" -http-addr "127.0.0.1:$http" -admin-addr "127.0.0.1:$admin" -workers "$workers" \
+    env GOMEMLIMIT="${GOMEMLIMIT:-1GiB}" "${env[@]}" "$tmp/crewd" -http-addr "127.0.0.1:$http" -admin-addr "127.0.0.1:$admin" -workers "$workers" \
       -data-dir "$tmp/data$round$trace" -shutdown-delay 0s -log-level warn 2>"$tmp/crewd$round.err" >"$tmp/crewd$round.log" &
     pid=$!
     for _ in $(seq 300); do

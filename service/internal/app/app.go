@@ -118,6 +118,7 @@ func reachable(addr net.Addr) string {
 }
 
 func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut, human io.Writer) int {
+	gcPercent := tuneGC(os.Getenv)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tasks, err := prom.NewTaskMetrics()
@@ -188,7 +189,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	go func() { served <- srv.Serve(httpLn) }()
 	go func() { served <- admin.Serve(adminLn) }()
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
-		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
+		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "gc_percent", gcPercent, "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
 	js.Run()
 	started = append(started, js.StartedArgs()...)
