@@ -51,17 +51,7 @@ func (m *Msg) run(ctx context.Context) (err error) {
 		if returned {
 			return
 		}
-		// A panic, or runtime.Goexit (recover returns nil then, and the
-		// goroutine goes on exiting after this function).
-		r := recover()
-		pe := &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
-		if r == nil {
-			pe.Value = "runtime.Goexit called by the handler"
-		}
-		if s.o.logger != nil {
-			s.o.logger.Error("natsjs: handler panicked", "stream_seq", m.seq, "attempt", m.attempt,
-				"panic", pe.Value, "stack", string(pe.Stack))
-		}
+		pe := s.panicked(m, recover(), "the handler")
 		mc.release()
 		s.settle(m, mc, ctx, pe)
 		err = pe
@@ -74,6 +64,21 @@ func (m *Msg) run(ctx context.Context) (err error) {
 	}
 	s.settle(m, mc, ctx, err)
 	return err
+}
+
+// panicked is the error of a panic in what ran for m (who), r what recover
+// returned: nil for runtime.Goexit, after which the goroutine goes on
+// exiting. It is logged.
+func (s *Source) panicked(m *Msg, r any, who string) *crew.PanicError {
+	pe := &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
+	if r == nil {
+		pe.Value = "runtime.Goexit called by " + who
+	}
+	if s.o.logger != nil {
+		s.o.logger.Error("natsjs: "+who+" panicked", "stream_seq", m.seq, "attempt", m.attempt,
+			"panic", pe.Value, "stack", string(pe.Stack))
+	}
+	return pe
 }
 
 // settle acks, naks, hands back or terms a message whose handler returned.

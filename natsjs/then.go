@@ -3,9 +3,6 @@ package natsjs
 import (
 	"context"
 	"errors"
-	"runtime/debug"
-
-	"github.com/crew-go/crew"
 )
 
 // Then, returned by a handler, says that the message's work is done and
@@ -87,16 +84,7 @@ func (s *Source) after(m *Msg, ac *msgContext, fn func(context.Context) error) {
 		if returned {
 			return
 		}
-		r := recover()
-		pe := &crew.PanicError{Task: s.o.taskName, Value: r, Stack: debug.Stack()}
-		if r == nil {
-			pe.Value = "runtime.Goexit called after the handler"
-		}
-		if s.o.logger != nil {
-			s.o.logger.Error("natsjs: what the handler left panicked", "stream_seq", m.seq, "attempt", m.attempt,
-				"panic", pe.Value, "stack", string(pe.Stack))
-		}
-		s.settle(m, ac, ac.Context, pe)
+		s.settle(m, ac, ac.Context, s.panicked(m, recover(), "what the handler left"))
 	}()
 	err := fn(ac)
 	returned = true
