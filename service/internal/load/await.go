@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,7 +93,8 @@ type jobRecord struct {
 	Finished time.Time
 }
 
-// awaitJob asks for job id's record until the job has ended, and returns
+// awaitJob asks for job id's record until the job has ended (a job
+// retrying, or scheduled, has not), and returns
 // the record; false when a request fails (its error) or ctx ends first (no
 // error). The asks come 20 ms apart at first, then twice as far each time
 // up to a second: what is measured is the record's "finished", not when
@@ -111,7 +113,7 @@ func awaitJob(ctx context.Context, c *http.Client, url, id string) (jobRecord, b
 		if err != nil {
 			return jobRecord{}, false, err
 		}
-		if rec.State != "queued" && rec.State != "running" {
+		if slices.Contains(endedStates, rec.State) {
 			return rec, true, nil
 		}
 		select {

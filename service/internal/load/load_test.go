@@ -449,3 +449,36 @@ func TestWaitStopsTrustingStillCounts(t *testing.T) {
 		t.Fatalf("jobs report %+v, want %d ended", j, jobs)
 	}
 }
+
+// TestWaitForARetryingJobsEnd: a job read retrying (or scheduled) has not
+// ended: -wait reads it again until it has.
+func TestWaitForARetryingJobsEnd(t *testing.T) {
+	const jobs = 4
+	var mu sync.Mutex
+	read := map[uint64]int{}
+	f := &fakeCrewd{record: func(n uint64) string {
+		mu.Lock()
+		defer mu.Unlock()
+		read[n]++
+		switch read[n] {
+		case 1:
+			return `{"state":"retrying"}`
+		case 2:
+			return `{"state":"scheduled"}`
+		}
+		return fmt.Sprintf(`{"state":"failed","finished":%q}`, time.Now().UTC().Format(time.RFC3339Nano))
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := load.Run(context.Background(), load.Options{URL: srv.URL, Mode: "jobs", Numbers: 1, Requests: jobs,
+		Concurrency: 2, Wait: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.reads.Load() != 3*jobs {
+		t.Fatalf("%d reads of records, want %d (retrying, scheduled, failed)", f.reads.Load(), 3*jobs)
+	}
+	if j := r.Jobs; j == nil || j.Ended != jobs || j.Completed != 0 || j.Complete <= 0 {
+		t.Fatalf("jobs report %+v, want %d ended, none succeeded", j, jobs)
+	}
+}
