@@ -54,9 +54,15 @@ func TestLongTaskIsNotRedelivered(t *testing.T) {
 }
 
 // TestLeaseLostCancelsTheHandler: with the server gone for longer than
-// AckWait, a running handler's context ends with ErrLeaseLost; the message
-// comes back once the server does, and is not naked by the first run.
+// AckWait, a running handler's context ends with ErrLeaseLost, as does
+// the context of what a handler left with Then; the message comes back
+// once the server does, and is not naked by the first run.
 func TestLeaseLostCancelsTheHandler(t *testing.T) {
+	t.Run("handler", func(t *testing.T) { leaseLostCancels(t, false) })
+	t.Run("then", func(t *testing.T) { leaseLostCancels(t, true) })
+}
+
+func leaseLostCancels(t *testing.T, then bool) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	const ackWait = time.Second
@@ -69,12 +75,18 @@ func TestLeaseLostCancelsTheHandler(t *testing.T) {
 		if started.Add(1) > 1 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-		case <-quit: // the test failed
+		wait := func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+			case <-quit: // the test failed
+			}
+			cause <- ctx.Err()
+			return ctx.Err()
 		}
-		cause <- ctx.Err()
-		return ctx.Err()
+		if then {
+			return natsjs.Then(wait)
+		}
+		return wait(ctx)
 	}, natsjs.WithConn(e.nc))
 	run(t, src)
 	opener(t, quit)

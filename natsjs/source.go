@@ -17,9 +17,9 @@ import (
 // A Handler runs one message. Returning nil acks it; an error naks it with
 // backoff (or terms it after the last attempt, with a dead-letter publish);
 // a panic is an error; Then leaves the rest to run off the pool. ctx ends
-// when the pool cancels the task (timeout,
-// hard shutdown) or when the message's lease can no longer be kept; its Err
-// is then ErrLeaseLost, which wraps context.Canceled.
+// when the pool cancels the task (timeout, hard shutdown) or when the
+// message's lease can no longer be kept; its Err is then ErrLeaseLost,
+// which wraps context.Canceled.
 type Handler func(ctx context.Context, m *Msg) error
 
 // Source pulls messages from a JetStream consumer and runs each as a task on

@@ -11,17 +11,18 @@ import (
 // the Source calls fn off the pool, then settles the message on what fn
 // returns as it would on a handler's return (nil acks it, an error naks it,
 // Unavailable and RetryAfter as a handler's). Until then the message is held
-// as a running one: its lease is renewed, its context ends with
+// as a running one: its lease is renewed, fn's context ends with
 // ErrLeaseLost when the lease is lost, and Shutdown waits for it.
 //
 // fn's context has the values of the context the Source gave the handler
 // (not those the handler or a middleware added: fn's closure keeps what it
 // needs), but not its end: a hard stop of the pool or the task's own
-// timeout do not end it, a lost lease does. At most as many fns run off the pool at once as the pool's bound;
-// beyond that, fn runs in the handler's task, holding its slot, so that
-// what runs off the pool stays within the pool's bound, and a Source whose
-// fns are slow (a store out) slows its pulls as if they held slots.
-// Then(nil) is nil.
+// timeout do not end it, a lost lease does. At most as many fns run off
+// the pool at once as the pool's bound; beyond that, fn runs in the
+// handler's task with the handler's context, holding its slot, so that what
+// runs off the pool stays within the pool's bound and a Source whose fns
+// are slow (a store out) slows its pulls as if they held slots. Then(nil)
+// is nil.
 func Then(fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return nil

@@ -23,10 +23,11 @@ var errTimedOut = errors.New("job timed out")
 // Handle is the natsjs.Handler of the jobs' stream: it runs one delivered
 // job and keeps its record. Returning nil acks the message, an error naks
 // it for a later run; a run's end is written off the pool's slot
-// (natsjs.Then), and the message settled on that write. It is idempotent: a job whose record is already
-// terminal is acked without running again. A run that succeeds is recorded
-// and acked; one that fails or times out is retried after a backoff
-// (recorded retrying, handed back with that delay) while attempts remain
+// (natsjs.Then), and the message settled on that write. It is idempotent:
+// a job whose record is already terminal is acked without running again.
+// A run that succeeds is recorded and acked; one that fails or times out
+// is retried after a backoff (recorded retrying, handed back with that
+// delay) while attempts remain
 // and its error is not jobs.Permanent, else recorded failed or timed_out
 // and acked; one that asks for jobs.Snooze runs again after its wait with
 // no attempt counted; one interrupted runs again. At most the job's max

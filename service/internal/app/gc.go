@@ -1,6 +1,9 @@
 package app
 
-import "runtime/debug"
+import (
+	"math"
+	"runtime/debug"
+)
 
 // gcPercentUnderLimit is the GC percent crewd runs with when a memory
 // limit bounds its heap (GOMEMLIMIT: the Kubernetes files set it from the
@@ -11,10 +14,11 @@ import "runtime/debug"
 // of short-lived requests and jobs meets often.
 const gcPercentUnderLimit = 400
 
-// tuneGC sets the GC percent to gcPercentUnderLimit when GOMEMLIMIT is set
-// and GOGC is not, and returns the percent in force (-1: off).
+// tuneGC sets the GC percent to gcPercentUnderLimit when the runtime has a
+// memory limit (as it read GOMEMLIMIT: "off" is none) and GOGC is not set,
+// and returns the percent in force (-1: off).
 func tuneGC(getenv func(string) string) int {
-	if getenv("GOGC") == "" && getenv("GOMEMLIMIT") != "" {
+	if getenv("GOGC") == "" && debug.SetMemoryLimit(-1) < math.MaxInt64 {
 		debug.SetGCPercent(gcPercentUnderLimit)
 		return gcPercentUnderLimit
 	}
