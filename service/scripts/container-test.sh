@@ -55,7 +55,7 @@ docker stop -t 15 "$name" >/dev/null
 code="$(docker inspect -f '{{.State.ExitCode}}' "$name")"
 [ "$code" = 0 ] || fail "exit code $code after SIGTERM"
 summary="$(docker logs "$name" 2>/dev/null | grep '"msg":"crewd stopped"')" || fail "no summary line"
-echo "$summary" | grep -q '"jobs_succeeded":1' || fail "the job did not finish before exit: $summary"
+grep -q '"jobs_succeeded":1' <<<"$summary" || fail "the job did not finish before exit: $summary"
 
 # SIGKILL while a job runs: the next container on the volume runs it again.
 run
@@ -70,7 +70,10 @@ record="$(curl -fsS "$api/v1/jobs/$id")"
 grep -q '"state":"succeeded"' <<<"$record" || fail "the job running at the kill: $record"
 # Its first run wrote nothing before its end (a job is three writes), so its
 # record counts the rerun as attempt 1; the new container says it ran it again.
-docker logs "$name" 2>/dev/null | grep -q '"msg":"jobs delivered before the last stop and not acked are delivered again now","count":1' ||
+# The logs read whole first: a grep -q that stops at its match would leave
+# docker logs writing into a closed pipe, which pipefail counts a failure.
+logs="$(docker logs "$name" 2>/dev/null)"
+grep -q '"msg":"jobs delivered before the last stop and not acked are delivered again now","count":1' <<<"$logs" ||
   fail "the next container did not deliver the interrupted job again at once"
 docker stop -t 15 "$name" >/dev/null
 echo "container-test: ok: image $tag, exit 0 after SIGTERM; $summary; after SIGKILL the job ran again: $record"
