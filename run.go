@@ -143,6 +143,7 @@ func (w *worker) runGroup(it *item) {
 	// As in runTask: a hard stop sets the level, then cancels the groups of
 	// running functions; we publish the group, then look at the level.
 	w.group.Store(g)
+	w.ranRunner = it.efn == nil // a runner of a Map or ForEach
 	state, err, pe := g.run(it.efn, it.name, p.level.Load() >= levelHard)
 	w.group.Store(nil)
 	if pe != nil { // reported before the group's waiters are released

@@ -11,6 +11,18 @@ import (
 // stream without a wake-up, short enough to cost nothing when idle.
 const spinRounds = 4
 
+// runnerSpinRounds replaces spinRounds once, after the worker ran a runner
+// of a Map or ForEach (split.go). Such calls come in series, a loop of
+// them or one per request, and the next call's runner is then taken by a
+// worker still looking, at once; a parked worker starts only once the
+// runtime has woken an idle P's thread, which can take as long as a call
+// over a thousand short elements.
+const runnerSpinRounds = 64
+
+// spinYield is how a spinning worker yields between two looks (a test
+// counts them).
+var spinYield = runtime.Gosched
+
 // worker is one worker goroutine: it takes tasks from the queue and runs
 // them, following the rules of workerSet.
 type worker struct {
@@ -22,6 +34,7 @@ type worker struct {
 	asLooker  bool          // woken as a looker; guarded by workerSet.mu
 	mark      time.Duration // the observer's last clock reading, at a task's end
 	fresh     bool          // the worker went straight on since mark
+	ranRunner bool          // the last task was a runner of a Map or ForEach
 	began     time.Duration // the running task's start, for the observer
 	timer     *time.Timer   // the running task's timeout, reused
 	fired     chan struct{} // the timeout callback has finished
@@ -133,6 +146,11 @@ func (w *worker) hasWork() bool {
 // spinning (rule 4). It returns true, still counted, when there is
 // something to look at.
 func (w *worker) spin() bool {
+	rounds := spinRounds
+	if w.ranRunner {
+		w.ranRunner = false
+		rounds = runnerSpinRounds
+	}
 	ws := &w.p.workers
 	if !w.looking {
 		// Enough lookers already: more would only take the CPU from the
@@ -144,11 +162,11 @@ func (w *worker) spin() bool {
 		w.looking = true
 		ws.spinning.Add(1)
 	}
-	for range spinRounds {
+	for range rounds {
 		if w.hasWork() {
 			return true
 		}
-		runtime.Gosched()
+		spinYield()
 	}
 	yieldpoint()
 	w.stopLooking()
