@@ -21,6 +21,9 @@ import (
 // message of a Retry of that very revision; so a Retry that fails after
 // its publish still runs the job, and a cancel or an end written since
 // stops it.
+// Of the Retries of one revision asked at once, the one whose publish
+// stored the message is the one counted: the others' publishes are
+// duplicates, whoever then writes the record.
 
 // Retry implements jobs.Retrier.
 func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
@@ -34,6 +37,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 	retries := -1      // the record's count before this Retry's publish
 	var was jobs.State // and the revision retried, from
 	var from uint64
+	stored := false // this Retry's latest publish stored the message
 	for range 5 {
 		rec, rev, _, err := find(ctx, id)
 		switch {
@@ -41,8 +45,11 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			return jobs.Record{}, err
 		case retries >= 0 && rec.Retries > retries:
 			// Run again since this Retry's publish, its run first to
-			// write the record (a quick job can even have ended).
-			r.retriedBy(id, was, from, rec.Retries)
+			// write the record (a quick job can even have ended), or
+			// another Retry of the same revision.
+			if stored {
+				r.retriedBy(id, was, from, rec.Retries)
+			}
 			return rec, nil
 		case !rec.State.Terminal():
 			return rec, nil
@@ -59,11 +66,12 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		retries, was, from = rec.Retries, rec.State, rev
 		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-		err = r.publish(pctx, id, job, rev)
+		dup, err := r.publishOnce(pctx, id, job, rev)
 		cancel()
 		if err != nil {
 			return jobs.Record{}, storeError(err)
 		}
+		stored = !dup
 		again := retried(rec)
 		if _, err := r.swap(ctx, again, rev); errors.Is(err, errChanged) {
 			find = r.findAfter(rev) // its run (or a cancel) wrote it first: read it again, fresh
@@ -72,7 +80,9 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			// Published: the job runs, and its run writes its record.
 			r.logWarn("job retried, its record left as it was until its run", "job", id, "error", err)
 		}
-		r.retriedBy(id, was, rev, again.Retries)
+		if stored {
+			r.retriedBy(id, was, rev, again.Retries)
+		}
 		return again, nil
 	}
 	return jobs.Record{}, fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)

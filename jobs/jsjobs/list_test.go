@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,5 +351,47 @@ func TestJetStreamRetryOnAStaleReplica(t *testing.T) {
 				t.Fatalf("a retry delivered to a stale replica: %+v, runs %d", got, jobstest.Runs(dead.ID))
 			}
 		})
+	}
+}
+
+// TestJetStreamConcurrentRetries: Retries of one dead letter asked at once
+// run it once and count once in crewd_jobs_rerun_total, whichever of them
+// published first or wrote the record first.
+func TestJetStreamConcurrentRetries(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	consume(t, r)
+	const letters, callers = 4, 6
+	var ids []string
+	for range letters {
+		dead := submit(t, r, jobstest.Attempts(jobstest.Flaky(jobstest.FlakyArgs{FailRuns: 1}), 1))
+		eventually(t, r, dead.ID, jobs.Failed)
+		ids = append(ids, dead.ID)
+	}
+	for _, id := range ids {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range callers {
+			wg.Go(func() {
+				<-start
+				_, err := r.Retry(context.Background(), id)
+				var over *jobs.EndedError
+				if err != nil && !(errors.As(err, &over) && over.State == jobs.Succeeded) {
+					t.Errorf("Retry of %s: %v", id, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if rec := eventually(t, r, id, jobs.Succeeded); rec.Retries != 1 {
+			t.Fatalf("a dead letter retried by %d callers at once: %+v", callers, rec)
+		}
+		if n := jobstest.Runs(id); n != 2 {
+			t.Fatalf("runs of %s: %d, want 2 (one failed, one after the retries)", id, n)
+		}
+	}
+	if n := counter(t, r, "crewd_jobs_rerun_total", "state", "failed"); n != letters {
+		t.Fatalf("crewd_jobs_rerun_total{state=failed} %v, want %d (one a dead letter, however many asked)", n, letters)
 	}
 }

@@ -38,6 +38,13 @@ const (
 // names the revision of the record it retries (retryOf), and has a
 // message id of its own.
 func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) error {
+	_, err := r.publishOnce(ctx, id, job, retryOf)
+	return err
+}
+
+// publishOnce is publish, and says whether the message was a duplicate of
+// one the stream already held under its message id (stored once).
+func (r *Runner) publishOnce(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) (dup bool, err error) {
 	msg := &nats.Msg{Subject: r.subject + id, Data: job.Body, Header: nats.Header{}}
 	msgID := id
 	if retryOf != 0 {
@@ -51,8 +58,11 @@ func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retr
 		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
 		msg.Header.Set(headerScheduleTarget, r.subject+id)
 	}
-	_, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
-	return err
+	ack, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
 }
 
 // The headers of a message the server publishes itself at a time.
