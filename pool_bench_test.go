@@ -95,8 +95,8 @@ func factorial(n uint64) uint64 {
 }
 
 // cpuTask is about 72 ns of CPU: ten factorials of 20. It is not inlined,
-// so that every contender runs the same machine code per element: inlined
-// copies ran up to 1.6 times apart with where the linker put them.
+// so that every contender runs the same machine code per element: an
+// inlined copy's speed depends on where the linker puts it.
 //
 //go:noinline
 func cpuTask() uint64 {

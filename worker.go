@@ -11,8 +11,9 @@ import (
 // stream without a wake-up, short enough to cost nothing when idle.
 const spinRounds = 4
 
-// runnerSpinRounds replaces spinRounds once, after the worker ran a runner
-// of a Map or ForEach (split.go). Such calls come in series, a loop of
+// runnerSpinRounds replaces spinRounds once: at the worker's first spin
+// after it ran a runner of a Map or ForEach (split.go), whatever it took
+// from the queue in between. Such calls come in series, a loop of
 // them or one per request, and the next call's runner is then taken by a
 // worker still looking, at once; a parked worker starts only once the
 // runtime has woken an idle P's thread, which can take as long as a call

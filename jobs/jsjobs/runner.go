@@ -363,7 +363,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 		return jobs.Record{}, err
 	}
 	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
-	if err := r.publish(ctx, rec.ID, job, 0); err != nil {
+	if _, err := r.publish(ctx, rec.ID, job, 0); err != nil {
 		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil

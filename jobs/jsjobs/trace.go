@@ -36,15 +36,9 @@ const (
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id; a Retry's message
 // names the revision of the record it retries (retryOf), and has a
-// message id of its own.
-func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) error {
-	_, err := r.publishOnce(ctx, id, job, retryOf)
-	return err
-}
-
-// publishOnce is publish, and says whether the message was a duplicate of
-// one the stream already held under its message id (stored once).
-func (r *Runner) publishOnce(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) (dup bool, err error) {
+// message id of its own. dup says the stream already held a message of
+// that id, so this one was not stored again.
+func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) (dup bool, err error) {
 	msg := &nats.Msg{Subject: r.subject + id, Data: job.Body, Header: nats.Header{}}
 	msgID := id
 	if retryOf != 0 {
