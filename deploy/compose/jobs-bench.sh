@@ -13,45 +13,75 @@
 # host shows it). The project is torn down ("down -v") at the end.
 # Tracing stays as the compose file sets it (every request sampled);
 # CREW_TRACE_RATIO=0.1 or CREW_OTLP_ENDPOINT= change that.
-# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3]
+# -ref REV compares this tree's crewd with REV's, side by side: REV's
+# image is built from a git worktree (with REV's own build script), and
+# each round runs REV's, then this tree's, each on a fresh cluster after a
+# warm-up of -warmup jobs (default 1000 with -ref, else 0), both loaded by
+# this tree's crewload; every line of a round names its build.
+# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3] [-warmup N] [-ref REV]
 set -euo pipefail
 cd "$(dirname "$0")"
-requests=3000 rounds=3
+requests=3000 rounds=3 warmup= ref=
 while [ $# -gt 0 ]; do
   case "$1" in
     -requests) requests=$2; shift 2 ;;
     -rounds) rounds=$2; shift 2 ;;
-    *) echo "usage: $0 [-requests N] [-rounds N]" >&2; exit 2 ;;
+    -warmup) warmup=$2; shift 2 ;;
+    -ref) ref=$2; shift 2 ;;
+    *) echo "usage: $0 [-requests N] [-rounds N] [-warmup N] [-ref REV]" >&2; exit 2 ;;
   esac
 done
+if [ -z "$warmup" ]; then
+  if [ -n "$ref" ]; then warmup=1000; else warmup=0; fi
+fi
 dc=(docker compose)
 "${dc[@]}" version >/dev/null 2>&1 || dc=(docker-compose)
 project=crewjobsbench$$
 tmp=$(mktemp -d)
-trap '"${dc[@]}" -p "$project" down -v -t 5 >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+cleanup() {
+  "${dc[@]}" -p "$project" down -v -t 5 >/dev/null 2>&1 || true
+  if [ -n "$ref" ]; then git -C ../.. worktree remove --force "$tmp/ref" >/dev/null 2>&1 || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 ./build-images.sh crewd:jobsbench crew-nats:jobsbench crew-otelcol:jobsbench >/dev/null
 (cd ../../service && go build -o "$tmp/crewload" ./cmd/crewload)
-export CREWD_IMAGE=crewd:jobsbench NATS_IMAGE=crew-nats:jobsbench OTELCOL_IMAGE=crew-otelcol:jobsbench
+# The builds to run, REV's first: labels and their crewd images.
+labels=(this) images=(crewd:jobsbench)
+if [ -n "$ref" ]; then
+  git -C ../.. worktree add --detach "$tmp/ref" "$ref" >/dev/null 2>&1 || { echo "jobs-bench: no commit $ref" >&2; exit 2; }
+  "$tmp/ref/service/scripts/build-image.sh" crewd:jobsbench-ref >/dev/null
+  labels=("$ref" this) images=(crewd:jobsbench-ref crewd:jobsbench)
+fi
+export NATS_IMAGE=crew-nats:jobsbench OTELCOL_IMAGE=crew-otelcol:jobsbench
 for v in CREWD1_PORT CREWD2_PORT CREWD3_PORT CREWD1_ADMIN_PORT CREWD2_ADMIN_PORT CREWD3_ADMIN_PORT \
   NATS1_CLIENT_PORT NATS2_CLIENT_PORT NATS3_CLIENT_PORT NATS1_MONITOR_PORT NATS2_MONITOR_PORT NATS3_MONITOR_PORT OTELCOL_PORT; do
   export "$v="
 done
-"${dc[@]}" -p "$project" up -d >/dev/null 2>&1
-url=
-for s in crewd1 crewd2 crewd3; do
-  for _ in $(seq 240); do
-    a=$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 8080/tcp 2>/dev/null | head -1) || true
-    if [ -n "$a" ] && curl -fs "http://$a/readyz" >/dev/null 2>&1; then break; fi
-    a=
-    sleep 0.5
+# up starts the cluster with crewd image $1 and waits for the three
+# replicas: url is crewd1's, monitor nats1's.
+up() {
+  export CREWD_IMAGE=$1
+  "${dc[@]}" -p "$project" up -d >/dev/null 2>&1
+  url=
+  for s in crewd1 crewd2 crewd3; do
+    for _ in $(seq 240); do
+      a=$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 8080/tcp 2>/dev/null | head -1) || true
+      if [ -n "$a" ] && curl -fs "http://$a/readyz" >/dev/null 2>&1; then break; fi
+      a=
+      sleep 0.5
+    done
+    [ -n "$a" ] || { echo "jobs-bench: $s not ready" >&2; "${dc[@]}" -p "$project" logs --tail 20 >&2; exit 1; }
+    [ "$s" = crewd1 ] && url="http://$a"
   done
-  [ -n "$a" ] || { echo "jobs-bench: $s not ready" >&2; "${dc[@]}" -p "$project" logs --tail 20 >&2; exit 1; }
-  [ "$s" = crewd1 ] && url="http://$a"
-done
+  monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
+  if [ "$warmup" -gt 0 ]; then
+    "$tmp/crewload" -url "$url" -mode jobs -requests "$warmup" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 >/dev/null
+  fi
+}
 # The replicated writes a job, from nats1's monitor: the messages the jobs'
 # stream and the records' bucket stored and the acks the consumer took
 # (its ack floor), before and after each round, divided by the jobs.
-monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
 counters() {
   curl -fs "http://$monitor/jsz?accounts=true&streams=true&consumers=true" | python3 -c '
 import json, sys
@@ -81,16 +111,19 @@ cpu_times() {
     done
   done
 }
-for round in $(seq "$rounds"); do
-  echo "== round $round: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
+# measure runs round $1 on the cluster up, its lines prefixed with $2.
+measure() {
+  round=$1 label=$2
+  echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
   cpu_times >"$tmp/cpu0"
-  "$tmp/crewload" -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0
+  "$tmp/crewload" -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 |
+    awk -v p="${label:+$label: }" '{print p $0}'
   sleep 1 # the last acks reach the monitor
   read -r m1 a1 < <(counters)
   cpu_times >"$tmp/cpu1"
-  python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
-  python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" <<'PY'
+  python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'${label:+$label: }writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
+  python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" "${label:+$label: }" <<'PY'
 import sys
 before = dict(l.split() for l in open(sys.argv[1]) if l.strip())
 after = dict(l.split() for l in open(sys.argv[2]) if l.strip())
@@ -98,6 +131,18 @@ n = int(sys.argv[3])
 parts = [(s, (int(after[s]) - int(before[s])) / 1e9) for s in after if s in before]
 if parts:
     total = sum(c for _, c in parts)
-    print(f"cpu        {total:.1f} s in all, {total / n * 1e3:.2f} ms a job: " + ", ".join(f"{s} {c:.1f} s" for s, c in parts))
+    print(f"{sys.argv[4]}cpu        {total:.1f} s in all, {total / n * 1e3:.2f} ms a job: " + ", ".join(f"{s} {c:.1f} s" for s, c in parts))
 PY
+}
+if [ -z "$ref" ]; then
+  up crewd:jobsbench
+  for round in $(seq "$rounds"); do measure "$round" ""; done
+  exit 0
+fi
+for round in $(seq "$rounds"); do
+  for i in "${!labels[@]}"; do
+    up "${images[$i]}"
+    measure "$round" "${labels[$i]}"
+    "${dc[@]}" -p "$project" down -v -t 5 >/dev/null 2>&1
+  done
 done

@@ -41,12 +41,13 @@ func withOutage(t *testing.T, r *memjobs.Runner) jobs.Spec {
 }
 
 // TestRetryRunsAFailedJobAgain: a failed job's record keeps its spec and
-// its error; Retry queues it again under its id, and it succeeds, its
+// its error; Retry queues it again under its id (answered queued: the pool
+// is paused so that the run cannot end first), and it succeeds, its
 // record counting the retry and keeping the earlier run's error; it lists
 // first, as submitted now.
 func TestRetryRunsAFailedJobAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, _ := newRunner(t, 100, time.Hour, map[string]int{})
+		r, pool := newRunner(t, 100, time.Hour, map[string]int{})
 		spec := withOutage(t, r)
 		outage.Store(true)
 		defer outage.Store(false)
@@ -60,10 +61,12 @@ func TestRetryRunsAFailedJobAgain(t *testing.T) {
 			t.Fatalf("a failed record: %+v, want its spec and its error", failed)
 		}
 		outage.Store(false)
+		_ = pool.Pause()
 		again, err := r.Retry(context.Background(), rec.ID)
-		if err != nil || again.ID != rec.ID || again.State.Terminal() || again.Retries != 1 {
-			t.Fatalf("Retry: %+v %v", again, err)
+		if err != nil || again.ID != rec.ID || again.State != jobs.Queued || again.Retries != 1 {
+			t.Fatalf("Retry: %+v %v, want it queued, retried once", again, err)
 		}
+		_ = pool.Resume()
 		done := waitState(t, r, rec.ID, jobs.Succeeded)
 		if done.Retries != 1 || done.Spec != nil || len(done.Errors) != 1 || done.Error != "" || string(done.Result) != "1" || !done.Created.Equal(rec.Created) {
 			t.Fatalf("after the retry: %+v, want succeeded at a fresh attempt 1 with the earlier error kept", done)
