@@ -49,7 +49,10 @@ trap cleanup EXIT
 # The builds to run, REV's first: labels and their crewd images.
 labels=(this) images=(crewd:jobsbench)
 if [ -n "$ref" ]; then
-  git -C ../.. worktree add --detach "$tmp/ref" "$ref" >/dev/null 2>&1 || { echo "jobs-bench: no commit $ref" >&2; exit 2; }
+  if ! out=$(git -C ../.. worktree add --detach "$tmp/ref" "$ref" 2>&1); then
+    echo "jobs-bench: cannot check out $ref: $out" >&2
+    exit 2
+  fi
   "$tmp/ref/service/scripts/build-image.sh" crewd:jobsbench-ref >/dev/null
   labels=("$ref" this) images=(crewd:jobsbench-ref crewd:jobsbench)
 fi
