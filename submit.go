@@ -16,8 +16,8 @@ import (
 // ErrNilFunc for a nil fn. A panic in fn is recovered, counted and handed to
 // the panic handler. Go allocates nothing.
 func (p *Pool) Go(fn func(), opts ...TaskOption) error {
-	it, err := p.shortItem(fn, opts)
-	if err != nil {
+	var it item
+	if err := shortItem(&it, fn, opts); err != nil {
 		return err
 	}
 	return p.put(nil, &it)
@@ -26,24 +26,28 @@ func (p *Pool) Go(fn func(), opts ...TaskOption) error {
 // TryGo is Go without waiting: it returns ErrQueueFull when the queue has no
 // room.
 func (p *Pool) TryGo(fn func(), opts ...TaskOption) error {
-	it, err := p.shortItem(fn, opts)
-	if err != nil {
+	var it item
+	if err := shortItem(&it, fn, opts); err != nil {
 		return err
 	}
 	return p.tryPut(&it)
 }
 
-func (p *Pool) shortItem(fn func(), opts []TaskOption) (item, error) {
+// shortItem fills *it, a zero item, for a short task. Filled in place, not
+// returned: the item is the submitter's whole cost besides the push.
+func shortItem(it *item, fn func(), opts []TaskOption) error {
 	if fn == nil {
-		return item{}, ErrNilFunc
+		return ErrNilFunc
 	}
-	var tc taskConfig
+	it.fn = fn
 	if len(opts) > 0 {
+		var tc taskConfig
 		if err := tc.apply(opts, true); err != nil {
-			return item{}, err
+			return err
 		}
+		it.name = tc.name
 	}
-	return item{fn: fn, name: tc.name}, nil
+	return nil
 }
 
 // Submit queues fn as a long task and returns its handle. It waits for room
