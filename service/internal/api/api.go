@@ -506,8 +506,18 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields b
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
-		if _, e := dec.Token(); e != io.EOF {
+		// Only the end of the body ends it well. Another token, or a
+		// syntax error, is trailing data; a read that fails (a body that
+		// stalls after the value, or runs over the limit with trailing
+		// bytes) is answered as that failure, 408 or 413, as it would be
+		// within the value.
+		var syntax *json.SyntaxError
+		switch _, e := dec.Token(); {
+		case e == io.EOF:
+		case e == nil || errors.As(e, &syntax):
 			err = errors.New("trailing data after the JSON value")
+		default:
+			err = e
 		}
 	}
 	var (

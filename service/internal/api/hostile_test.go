@@ -53,6 +53,40 @@ func TestStalledBodyGets408(t *testing.T) {
 	read408(t, conn, br, `"error":"body not received within the request timeout (100ms)"`)
 }
 
+// TestStalledAfterTheValueGets408: a body whose JSON value is whole but
+// whose declared length is not sent stalls as any other: 408 at the
+// request timeout, not 400 "trailing data"; and a whole value followed by
+// more than the body limit of whitespace is 413. (The read of what follows
+// the value failed, and that failure is the answer.)
+func TestStalledAfterTheValueGets408(t *testing.T) {
+	f := newFixture(t)
+	f.api.RequestTimeout = 100 * time.Millisecond
+	for _, path := range []string{"/v1/factorial", "/v1/jobs"} {
+		body := `{"numbers":[3]}`
+		if path == "/v1/jobs" {
+			body = `{"kind":"factorial","n":3}`
+		}
+		conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		read408(t, conn, bufio.NewReader(conn), `"error":"body not received within the request timeout (100ms)"`)
+	}
+	a := f.do(t, "POST", "/v1/factorial", `{"numbers":[3]}`+strings.Repeat(" ", 5000))
+	if a.code != 413 {
+		t.Fatalf("a whole value and 5000 spaces past a 4096-byte limit: %d %v, want 413", a.code, a.body)
+	}
+	for _, trailing := range []string{" {}", " x", " 1", "]"} {
+		if a := f.do(t, "POST", "/v1/factorial", `{"numbers":[3]}`+trailing); a.code != 400 || !strings.Contains(a.body["error"].(string), "trailing data") {
+			t.Fatalf("trailing %q: %d %v", trailing, a.code, a.body)
+		}
+	}
+}
+
 // TestCutBodiesEndsAStalledBody: the stop does not wait for a body that
 // is not coming, whatever the request timeout.
 func TestCutBodiesEndsAStalledBody(t *testing.T) {
