@@ -336,6 +336,42 @@ func TestRequestIDAndMetrics(t *testing.T) {
 	}
 }
 
+// TestUnknownMethodsShareOneSeries: a method net/http takes but HTTP does
+// not register (any token) is counted as _OTHER, so that a client making
+// up methods does not make a metric series per request.
+func TestUnknownMethodsShareOneSeries(t *testing.T) {
+	f := newFixture(t)
+	for _, m := range []string{"BREW", "get", "X0123456789ABCDEF", "PUT"} {
+		for _, path := range []string{"/v1/jobs", "/nowhere"} {
+			req, _ := http.NewRequest(m, f.srv.URL+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	if n := testutil.ToFloat64(metric(t, f.reg, "crewd_http_requests_total", "route", "/v1/jobs", "method", "_OTHER", "code", "405")); n != 3 {
+		t.Fatalf("unknown methods on /v1/jobs under _OTHER: %v, want 3", n)
+	}
+	if n := testutil.ToFloat64(metric(t, f.reg, "crewd_http_requests_total", "route", "other", "method", "_OTHER", "code", "404")); n != 3 {
+		t.Fatalf("unknown methods on an unknown path under _OTHER: %v, want 3", n)
+	}
+	if n := testutil.ToFloat64(metric(t, f.reg, "crewd_http_requests_total", "route", "/v1/jobs", "method", "PUT", "code", "405")); n != 1 {
+		t.Fatalf("PUT keeps its name: %v", n)
+	}
+	mfs, _ := f.reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" && (l.GetValue() == "BREW" || l.GetValue() == "get" || strings.HasPrefix(l.GetValue(), "X0")) {
+					t.Fatalf("%s has a series for the client's method %q", mf.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+}
+
 func metric(t *testing.T, reg *prometheus.Registry, name string, labels ...string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()

@@ -82,6 +82,19 @@ func headerBytes(r *http.Request) int {
 	return n
 }
 
+// knownMethod is method if it is one of HTTP's registered methods, else
+// "_OTHER" (OpenTelemetry's name for it): any token is a method to
+// net/http, and a label or a span name taken from the client would give a
+// hostile one a new metric series per request.
+func knownMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "_OTHER"
+}
+
 // NotFound answers 404 in the API's JSON shape, for the admin listener's
 // paths that are not its own.
 func NotFound() http.Handler {
@@ -103,9 +116,10 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
+		method := knownMethod(r.Method)
 		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := otel.Tracer(TracerName).Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+		ctx, span := otel.Tracer(TracerName).Start(ctx, method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route),
 				attribute.String("crewd.request_id", id)))
 		defer span.End()
 		r = r.WithContext(ctx)
@@ -139,7 +153,7 @@ func (a *API) wrap(route string, h http.HandlerFunc) http.Handler {
 				span.SetStatus(codes.Error, http.StatusText(sw.code))
 			}
 			if a.Metrics != nil {
-				a.Metrics.observe(r.Context(), route, r.Method, sw.code, time.Since(start))
+				a.Metrics.observe(r.Context(), route, method, sw.code, time.Since(start))
 			}
 			if a.Log != nil {
 				a.Log.DebugContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration", time.Since(start))
