@@ -136,7 +136,7 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 type factorialRequest struct {
-	Numbers []int `json:"numbers"`
+	Numbers numbers `json:"numbers"`
 }
 
 // factorialResponse's Sum is a JSON number; a sum past the uint64 range
@@ -150,21 +150,18 @@ type factorialResponse struct {
 // sum of the numbers' factorials: the numbers are split by crew.Map among
 // at most the pool's bound of participants.
 func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
-	var req factorialRequest
+	req := factorialRequest{Numbers: numbers{max: a.MaxNumbers}}
 	if !a.decode(w, r, &req, factorialFields) {
 		return
 	}
-	if len(req.Numbers) == 0 {
+	nums := req.Numbers.v
+	if len(nums) == 0 {
 		// {}, null, {"numbers":null} and {"numbers":[]} alike: a batch
 		// that computes nothing is a client's mistake, not a request.
 		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf(`"numbers" is required: an array of 1 to %d integers from 0 to %d`, a.MaxNumbers, kinds.MaxFactorial))
 		return
 	}
-	if len(req.Numbers) > a.MaxNumbers {
-		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%d numbers: at most %d in one request", len(req.Numbers), a.MaxNumbers))
-		return
-	}
-	for i, n := range req.Numbers {
+	for i, n := range nums {
 		if n < 0 || n > kinds.MaxFactorial {
 			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("numbers[%d] = %d: want 0 to %d (%d! overflows a uint64)", i, n, kinds.MaxFactorial, kinds.MaxFactorial+1))
 			return
@@ -176,7 +173,7 @@ func (a *API) factorial(w http.ResponseWriter, r *http.Request) {
 	if compute == nil {
 		compute = Factorials
 	}
-	fs, err := compute(ctx, a.Pool, req.Numbers)
+	fs, err := compute(ctx, a.Pool, nums)
 	if err != nil {
 		a.poolError(w, r, err)
 		return
@@ -524,6 +521,7 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields b
 		tooBig    *http.MaxBytesError
 		syntax    *json.SyntaxError
 		wrongType *json.UnmarshalTypeError
+		refused   *bodyError
 	)
 	switch {
 	case err == nil:
@@ -541,6 +539,8 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields b
 		a.fail(w, r, http.StatusBadRequest, "empty body: want a JSON object")
 	case errors.As(err, &syntax):
 		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("malformed JSON near byte %d: want an object such as %s", syntax.Offset, fields.example))
+	case errors.As(err, &refused):
+		a.fail(w, r, http.StatusBadRequest, refused.msg)
 	case errors.As(err, &wrongType):
 		field := wrongType.Field
 		want, known := fields.want[field]

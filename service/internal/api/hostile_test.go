@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,44 @@ func TestHostileListQueries(t *testing.T) {
 	}
 	if a := f.do(t, "GET", "/v1/jobs?kind=factorial", ""); len(a.body["jobs"].([]any)) != 1 {
 		t.Fatalf("kind=factorial after the wildcards: %v, want the job %s", a.body, id)
+	}
+}
+
+// TestNumbersRefusedByTheirCount: a factorial request with more numbers
+// than allowed is refused naming the count, and is refused before the
+// numbers are decoded: a body of half a million small numbers costs a few
+// times its size, not a slice of them (it cost 9.5 MiB a 1 MiB request,
+// so that a hundred such requests held a gigabyte).
+func TestNumbersRefusedByTheirCount(t *testing.T) {
+	f := newFixture(t)
+	many := func(n int) string { return `{"numbers":[` + strings.Repeat("1,", n-1) + `1]}` }
+	if a := f.do(t, "POST", "/v1/factorial", many(1024)); a.code != 200 {
+		t.Fatalf("1024 numbers: %d %v", a.code, a.body)
+	}
+	a := f.do(t, "POST", "/v1/factorial", many(1025))
+	if a.code != 400 || a.body["error"] != "1025 numbers: at most 1024 in one request" {
+		t.Fatalf("1025 numbers: %d %v", a.code, a.body)
+	}
+	for body, want := range map[string]string{
+		`{"numbers":[1,"a"]}`: `"numbers": want an array of integers from 0 to 20, got a JSON string`,
+		`{"numbers":{}}`:      `"numbers": want an array of integers from 0 to 20, got a JSON object`,
+		`{"numbers":[1.5]}`:   `"numbers": want an array of integers from 0 to 20, got a JSON number 1.5`,
+	} {
+		if a := f.do(t, "POST", "/v1/factorial", body); a.code != 400 || a.body["error"] != want {
+			t.Errorf("%s: %d %v, want 400 %q", body, a.code, a.body, want)
+		}
+	}
+
+	f.api.MaxBody = 1 << 20
+	body := many(500_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	a = f.do(t, "POST", "/v1/factorial", body)
+	runtime.ReadMemStats(&after)
+	if a.code != 400 || !strings.HasPrefix(a.body["error"].(string), "500000 numbers") {
+		t.Fatalf("500,000 numbers: %d %v", a.code, a.body)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 5*uint64(len(body)) {
+		t.Fatalf("a body of %d bytes allocated %d bytes", len(body), got)
 	}
 }
