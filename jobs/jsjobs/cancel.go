@@ -87,15 +87,18 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 // Close stops listing jobs (List and Counts then wait in vain) and
 // listening for cancels; the jobs running here can then be cancelled only
 // through their records.
+// A second Close does nothing.
 func (r *Runner) Close() error {
-	r.listing.Do(func() {}) // none starts after this
-	if r.listed != nil {
-		r.listed.close()
-	}
-	if r.running.sub == nil {
-		return nil
-	}
-	return r.running.sub.Unsubscribe()
+	r.closing.Do(func() {
+		r.listing.Do(func() {}) // none starts after this
+		if r.listed != nil {
+			r.listed.close()
+		}
+		if r.running.sub != nil {
+			r.closeErr = r.running.sub.Unsubscribe()
+		}
+	})
+	return r.closeErr
 }
 
 // Cancel implements jobs.Canceler.

@@ -66,7 +66,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		retries, was, from = rec.Retries, rec.State, rev
 		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-		dup, err := r.publish(pctx, id, job, rev)
+		dup, err := r.publish(pctx, id, job, rev, rec.Retries+1)
 		cancel()
 		if err != nil {
 			return jobs.Record{}, storeError(err)

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/natsjs"
 	"go.opentelemetry.io/otel/trace"
@@ -56,6 +58,7 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	}
 	d := delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()}
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
+	d.retries, _ = strconv.Atoi(m.Raw().Headers().Get(headerRetries))
 	return r.handle(ctx, d)
 }
 
@@ -66,7 +69,15 @@ type delivery struct {
 	published time.Time
 	attempt   int    // the server's delivery count, 1 for the first (0: not known)
 	retryOf   uint64 // a Retry's message: the revision of the ended record it retries
+	retries   int    // a Retry's message: the record's Retries once that Retry is recorded (0: not known)
 	spec      *jobs.Spec
+}
+
+// before reports whether d is a message of the job from before its latest
+// Retry, which rec records: the job's first message once it was retried,
+// or the message of an earlier Retry.
+func (d delivery) before(rec jobs.Record) bool {
+	return d.retryOf == 0 && rec.Retries > 0 || d.retries > 0 && d.retries != rec.Retries
 }
 
 // errNotMarked cancels a first delivery's run whose record could not be
@@ -100,7 +111,9 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	// A cancel of the job ends the run's context (cancel.go).
 	ctx, done := r.running.start(ctx, id)
 	defer done()
-	if d.attempt == 1 && bad == "" {
+	// A Retry's message runs a job that has a record, which may say it
+	// must not run (canceled since): it is read first.
+	if d.attempt == 1 && bad == "" && d.retryOf == 0 {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {
@@ -171,6 +184,13 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 			write = !first
 		case err != nil:
 			return settle(r.unavailable(err))
+		case !rec.State.Terminal() && d.before(rec):
+			// A message of a run before the job's latest Retry (handed
+			// back with a backoff, then the job canceled and retried): the
+			// Retry's own message runs it.
+			r.logWarn("a job's message from before its latest retry: acked, not run", "job", id, "retries", rec.Retries, "retry_of", d.retryOf)
+			r.counts.skipped.Add(1)
+			return settle(nil)
 		case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
 			if d.retryOf != 0 {
 				// Rare: a Retry that gave way to another; said, so that a
@@ -232,11 +252,19 @@ type jobRun struct {
 	timedOut bool // ended by the job's own timeout
 }
 
-// runJob runs a job within its timeout.
-func runJob(ctx context.Context, job jobs.Prepared) jobRun {
+// runJob runs a job within its timeout. A panic of the kind's function
+// is its run's error (a *crew.PanicError, as memjobs records it): a failed
+// attempt, retried while attempts remain, not an interrupted run.
+func runJob(ctx context.Context, job jobs.Prepared) (run jobRun) {
 	jctx, cancel := context.WithTimeoutCause(ctx, job.Timeout, errTimedOut)
 	defer cancel()
 	started := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			run = jobRun{err: &crew.PanicError{Task: "job:" + jobs.InfoOf(ctx).Kind, Value: p, Stack: debug.Stack()},
+				took: time.Since(started), timedOut: errors.Is(context.Cause(jctx), errTimedOut)}
+		}
+	}()
 	v, err := job.Run(jctx)
 	return jobRun{value: v, err: err, took: time.Since(started), timedOut: errors.Is(context.Cause(jctx), errTimedOut)}
 }
@@ -253,7 +281,9 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	rec := m.rec
 	outcome := string(jobs.Failed)
 	switch {
-	case run.err == nil:
+	case run.err == nil && !run.timedOut:
+		// A run that ignored its context and returned past its timeout
+		// timed out, whatever it returned (as memjobs records it).
 		outcome = string(jobs.Succeeded)
 	case errors.Is(context.Cause(ctx), errJobCanceled):
 		outcome = string(jobs.Canceled)
@@ -294,9 +324,9 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 			return r.retry(ctx, m.rev, rec, d, "snoozed", &r.counts.snoozed)
 		})
 	}
-	st, msg := jobs.Failed, run.err.Error()
-	if outcome == string(jobs.TimedOut) {
-		st, msg = jobs.TimedOut, fmt.Sprintf("job timed out after %v", job.Timeout)
+	st, msg := jobs.TimedOut, fmt.Sprintf("job timed out after %v", job.Timeout)
+	if outcome != string(jobs.TimedOut) {
+		st, msg = jobs.Failed, run.err.Error()
 	}
 	rec.AddError(msg, time.Now())
 	if jobs.IsPermanent(run.err) || rec.Attempts >= r.attempts(job) {

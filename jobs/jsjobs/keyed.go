@@ -103,7 +103,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 }
 
 func (r *Runner) publishJob(ctx context.Context, id string, job jobs.Prepared) error {
-	if _, err := r.publish(ctx, id, job, 0); err != nil {
+	if _, err := r.publish(ctx, id, job, 0, 0); err != nil {
 		return storeError(err)
 	}
 	return nil

@@ -3,16 +3,21 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
 
-// tails starts the index's tails at the first call, and returns them.
-func (r *Runner) tails() *tails {
+// tails starts the index's tails at the first call, and returns them;
+// ErrUnavailable for a runner closed before any.
+func (r *Runner) tails() (*tails, error) {
 	r.listing.Do(func() { r.listed = r.follow(r.bucket) })
-	return r.listed
+	if r.listed == nil {
+		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
+	}
+	return r.listed, nil
 }
 
 // List implements jobs.Lister, from this process's index of the jobs
@@ -34,7 +39,10 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 			return jobs.Page{}, jobs.BadCursor(q.After)
 		}
 	}
-	t := r.tails()
+	t, err := r.tails()
+	if err != nil {
+		return jobs.Page{}, err
+	}
 	if err := r.loaded(ctx, t); err != nil {
 		return jobs.Page{}, err
 	}
@@ -59,7 +67,10 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 
 // Counts implements jobs.Lister, from the index as List reads it.
 func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
-	t := r.tails()
+	t, err := r.tails()
+	if err != nil {
+		return nil, err
+	}
 	if err := r.loaded(ctx, t); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,8 @@ type Runner struct {
 	running  runs      // the jobs running here, for Cancel
 	listing  sync.Once // starts listed at the first List or Counts
 	listed   *tails    // the index List and Counts read; nil until then
+	closing  sync.Once // Close
+	closeErr error     // the first Close's
 	bucket   string
 	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
 	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
@@ -363,7 +365,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 		return jobs.Record{}, err
 	}
 	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
-	if _, err := r.publish(ctx, rec.ID, job, 0); err != nil {
+	if _, err := r.publish(ctx, rec.ID, job, 0, 0); err != nil {
 		return jobs.Record{}, storeError(err)
 	}
 	return rec, nil

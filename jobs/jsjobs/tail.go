@@ -30,6 +30,12 @@ const (
 // record it runs again.
 const headerRetryOf = "Crew-Retry-Of"
 
+// headerRetries is, on a Retry's message, the record's Retries once that
+// Retry is recorded: a message of an earlier run of the job (handed back
+// with a backoff, or not deleted by a cancel) is told from the current
+// one by it, and acked unrun.
+const headerRetries = "Crew-Retries"
+
 // tails follows the jobs' stream and the records' bucket into an index.
 type tails struct {
 	index  *index

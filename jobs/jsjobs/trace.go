@@ -38,12 +38,13 @@ const (
 // names the revision of the record it retries (retryOf), and has a
 // message id of its own. dup says the stream already held a message of
 // that id, so this one was not stored again.
-func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64) (dup bool, err error) {
+func (r *Runner) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64, retries int) (dup bool, err error) {
 	msg := &nats.Msg{Subject: r.subject + id, Data: job.Body, Header: nats.Header{}}
 	msgID := id
 	if retryOf != 0 {
 		msgID = id + ".retry." + strconv.FormatUint(retryOf, 10)
 		msg.Header.Set(headerRetryOf, strconv.FormatUint(retryOf, 10))
+		msg.Header.Set(headerRetries, strconv.Itoa(retries))
 	}
 	if !job.RunAt.IsZero() {
 		// The server publishes it to <stream>.<id> when it is due; until
