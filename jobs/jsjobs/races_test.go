@@ -75,11 +75,11 @@ func gateSpec(t *testing.T, a GateArgs, timeout time.Duration) jobs.Spec {
 	return s
 }
 
-// TestReviewRetryAfterCancelWhileRetryingRunsOnce: a job retrying (its
+// TestRetryAfterCancelWhileRetryingRunsOnce: a job retrying (its
 // message handed back with a backoff) is canceled, then Retry'd. The
 // Retry's message runs the job; the old message, handed back with its
 // backoff, must not run it a second time.
-func TestReviewRetryAfterCancelWhileRetryingRunsOnce(t *testing.T) {
+func TestRetryAfterCancelWhileRetryingRunsOnce(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
 	cfg.Kinds = gateKinds()
@@ -137,10 +137,10 @@ func stubbornSpec(t *testing.T, a StubbornArgs, timeout time.Duration, attempts 
 	return s
 }
 
-// TestReviewPanicIsAFailedAttempt: a kind that panics fails its attempts
+// TestPanicIsAFailedAttempt: a kind that panics fails its attempts
 // as any error does: after max attempts (2) the job is failed, its
 // errors saying it panicked.
-func TestReviewPanicIsAFailedAttempt(t *testing.T) {
+func TestPanicIsAFailedAttempt(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
 	cfg.Kinds = stubbornKinds()
@@ -156,10 +156,10 @@ func TestReviewPanicIsAFailedAttempt(t *testing.T) {
 	}
 }
 
-// TestReviewTimeoutIgnoredIsTimedOut: a run that ignores its context and
+// TestTimeoutIgnoredIsTimedOut: a run that ignores its context and
 // returns success well after its timeout is timed out (as memjobs says),
 // not succeeded.
-func TestReviewTimeoutIgnoredIsTimedOut(t *testing.T) {
+func TestTimeoutIgnoredIsTimedOut(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
 	cfg.Kinds = stubbornKinds()
@@ -180,12 +180,12 @@ func TestReviewTimeoutIgnoredIsTimedOut(t *testing.T) {
 	t.Fatal("no end")
 }
 
-// TestReviewCanceledRetriedJobNeverRuns: a dead letter Retry'd while no
+// TestCanceledRetriedJobNeverRuns: a dead letter Retry'd while no
 // runner pulls is queued; canceled then (answered queued), it must never
 // run when a runner pulls again. Its Retry's message is not deleted (the
 // record exists, so Cancel finds no message sequence), and its first
 // delivery starts the run before it reads the record.
-func TestReviewCanceledRetriedJobNeverRuns(t *testing.T) {
+func TestCanceledRetriedJobNeverRuns(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
 	cfg.Kinds = gateKinds()
@@ -217,10 +217,10 @@ type BigArgs struct {
 
 func (BigArgs) Kind() string { return "big" }
 
-// TestReviewListAfterClose: a runner closed before any List answers List
+// TestListAfterClose: a runner closed before any List answers List
 // and Counts with an error (or an empty page), not a panic; a second
 // Close is no error.
-func TestReviewListAfterClose(t *testing.T) {
+func TestListAfterClose(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
 	if err := r.Close(); err != nil {
