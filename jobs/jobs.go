@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unicode/utf8"
 )
 
 // Runner runs jobs and answers for their records.
@@ -139,12 +140,32 @@ type AttemptError struct {
 	At      time.Time `json:"at"`
 }
 
-// MaxErrors is how many of its runs' errors a record keeps.
-const MaxErrors = 10
+// MaxErrors is how many of its runs' errors a record keeps, and
+// MaxErrorLen how many bytes of each AddError keeps: a record stays small
+// whatever a kind's errors say.
+const (
+	MaxErrors   = 10
+	MaxErrorLen = 1024
+)
 
-// AddError records the error of the record's current attempt, dropping
-// the oldest past MaxErrors, and makes it the record's Error.
+// clip cuts s to at most n bytes, at a character's start, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	i := n - len(mark)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
+}
+
+// AddError records the error of the record's current attempt (at most
+// MaxErrorLen bytes of it), dropping the oldest past MaxErrors, and makes
+// it the record's Error.
 func (r *Record) AddError(msg string, at time.Time) {
+	msg = clip(msg, MaxErrorLen)
 	r.Error = msg
 	r.Errors = append(r.Errors, AttemptError{Attempt: r.Attempts, Error: msg, At: at})
 	if n := len(r.Errors); n > MaxErrors {

@@ -331,7 +331,7 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	rec.AddError(msg, time.Now())
 	if jobs.IsPermanent(run.err) || rec.Attempts >= r.attempts(job) {
 		return natsjs.Then(func(ctx context.Context) error {
-			return r.finish(ctx, m.rev, rec, st, nil, msg)
+			return r.finish(ctx, m.rev, rec, st, nil, rec.Error) // msg as AddError clipped it
 		})
 	}
 	d := r.backoff(rec.Attempts)

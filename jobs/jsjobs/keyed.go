@@ -49,6 +49,9 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, false, err
 	}
+	if err := r.acceptable(job); err != nil {
+		return jobs.Record{}, false, err
+	}
 	mine := claim{ID: jobs.NewID(), Request: jobs.Fingerprint(body), Created: time.Now()}
 	data, err := json.Marshal(mine)
 	if err != nil {

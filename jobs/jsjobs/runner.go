@@ -361,7 +361,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	if err := r.schedulable(job); err != nil {
+	if err := r.acceptable(job); err != nil {
 		return jobs.Record{}, err
 	}
 	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
@@ -378,6 +378,15 @@ func accepted(id, kind string, created time.Time, job jobs.Prepared) jobs.Record
 		rec.State, rec.RunAt = jobs.Scheduled, job.RunAt
 	}
 	return rec
+}
+
+// acceptable refuses a job the store cannot take: too big, or not
+// schedulable.
+func (r *Runner) acceptable(job jobs.Prepared) error {
+	if err := r.sized(job); err != nil {
+		return err
+	}
+	return r.schedulable(job)
 }
 
 // schedulable refuses a job due later than MaxDelay, or later at all on a
@@ -728,6 +737,9 @@ var errChanged = errors.New("job record changed meanwhile")
 // errChanged otherwise.
 func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64, error) {
 	data, err := json.Marshal(rec)
+	if err == nil {
+		data, err = r.fit(rec, data)
+	}
 	if err != nil {
 		return 0, err
 	}
