@@ -64,6 +64,10 @@ type Spec struct {
 	// not waiting (no backlog, no autoscaling on it). A time less than a
 	// second ahead is now.
 	RunAt time.Time `json:"run_at,omitzero"`
+	// Delay, instead of RunAt, makes the job due that long after it is
+	// submitted. A keyed submit repeated later compares its Delay, not the
+	// time it came to.
+	Delay Duration `json:"delay,omitzero"`
 }
 
 // Record is a job as a client reads it.

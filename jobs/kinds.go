@@ -242,16 +242,20 @@ func (ks *Kinds) Names() []string {
 type Prepared struct {
 	Timeout     time.Duration
 	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
-	RunAt       time.Time // the spec's, when it is a second or more ahead
-	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout
-	Run         func(ctx context.Context) (json.RawMessage, error)
+	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
+	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout, RunAt
+	// Request is the fingerprint of the spec as it was given, its RunAt or
+	// Delay as written: what a keyed submit compares, so that a request
+	// repeated later, its time nearer or passed, is the same request.
+	Request string
+	Run     func(ctx context.Context) (json.RawMessage, error)
 }
 
 // Prepare checks spec against its kind and against the largest timeout
 // allowed (def when the spec gives none). A refusal is an *InvalidError
-// naming the field at fault. The body is the same for two specs that differ
-// only in the order of their fields or a default spelled out, so that a
-// retried keyed submit compares equal.
+// naming the field at fault. Body and Request are the same for two specs
+// that differ only in the order of their fields or a default spelled out,
+// so that a retried keyed submit compares equal.
 func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	timeout := def
 	if spec.Timeout != 0 {
@@ -274,25 +278,49 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	runAt := spec.RunAt
 	switch {
-	case runAt.IsZero():
-	case time.Since(runAt) > time.Second:
-		return Prepared{}, &InvalidError{fmt.Sprintf(`"run_at" %s is in the past`, runAt.Format(time.RFC3339))}
-	case time.Until(runAt) < time.Second:
-		runAt = time.Time{} // due now
+	case spec.Delay < 0:
+		return Prepared{}, &InvalidError{fmt.Sprintf(`"delay" %v: want 0 or more`, time.Duration(spec.Delay))}
+	case spec.Delay > 0 && !spec.RunAt.IsZero():
+		return Prepared{}, &InvalidError{`"run_at" and "delay": give one or the other`}
 	}
-	spec.Args, spec.Timeout, spec.RunAt = normal, Duration(timeout), runAt
-	body, err := json.Marshal(spec)
+	spec.Args, spec.Timeout = normal, Duration(timeout)
+	given, err := json.Marshal(spec)
 	if err != nil {
 		return Prepared{}, err
 	}
-	attempts := spec.MaxAttempts
-	if attempts == 0 {
-		attempts = k.maxAttempts
+	job := Prepared{Timeout: timeout, MaxAttempts: spec.MaxAttempts, Request: Fingerprint(given), Run: run}
+	if job.MaxAttempts == 0 {
+		job.MaxAttempts = k.maxAttempts
 	}
-	return Prepared{Timeout: timeout, MaxAttempts: attempts, RunAt: runAt, Body: body, Run: run}, nil
+	runAt := spec.RunAt
+	if spec.Delay > 0 {
+		runAt = time.Now().Add(time.Duration(spec.Delay))
+	}
+	switch {
+	case runAt.IsZero():
+	case time.Since(runAt) > time.Second:
+		return Prepared{Request: job.Request}, pastError{&InvalidError{fmt.Sprintf(`"run_at" %s is in the past`, runAt.Format(time.RFC3339))}}
+	case time.Until(runAt) < time.Second:
+		runAt = time.Time{} // due now
+	}
+	spec.RunAt, spec.Delay = runAt, 0
+	if job.Body, err = json.Marshal(spec); err != nil {
+		return Prepared{}, err
+	}
+	job.RunAt = runAt
+	return job, nil
 }
+
+// ErrRunAtPast is wrapped, beside an *InvalidError, by Prepare's refusal
+// of a RunAt in the past; the Prepared it returns then holds the request's
+// fingerprint, so that a keyed submit repeated after its job's time can
+// still answer that job.
+var ErrRunAtPast = errors.New("run_at in the past")
+
+type pastError struct{ *InvalidError }
+
+func (e pastError) Unwrap() []error { return []error{e.InvalidError, ErrRunAtPast} }
 
 // NewSpec makes a job of args' kind with args, for a runner's Submit.
 func NewSpec(args Args) (Spec, error) {

@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,17 +43,20 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobs.KeyedTimeout)
 	defer cancel()
 	job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
+	if errors.Is(err, jobs.ErrRunAtPast) {
+		// Refused unless it repeats a request accepted before its time.
+		return r.replay(ctx, claimKey(key), job, err)
+	}
 	if err != nil {
 		return jobs.Record{}, false, err
 	}
-	body := job.Body
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, false, err
 	}
 	if err := r.acceptable(job); err != nil {
 		return jobs.Record{}, false, err
 	}
-	mine := claim{ID: jobs.NewID(), Request: jobs.Fingerprint(body), Created: time.Now()}
+	mine := claim{ID: jobs.NewID(), Request: job.Request, Created: time.Now()}
 	data, err := json.Marshal(mine)
 	if err != nil {
 		return jobs.Record{}, false, err
@@ -75,19 +79,12 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return jobs.Record{}, false, storeError(err)
 		}
-		e, err := r.kv.Get(ctx, ck)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue
-		}
+		theirs, found, err := r.claimOf(ctx, ck, mine.Request)
 		if err != nil {
-			return jobs.Record{}, false, storeError(err)
+			return jobs.Record{}, false, err
 		}
-		var theirs claim
-		if err := json.Unmarshal(e.Value(), &theirs); err != nil || !jobs.ValidID(theirs.ID) {
-			return jobs.Record{}, false, fmt.Errorf("claim of an idempotency key: %q: %v", e.Value(), err)
-		}
-		if theirs.Request != mine.Request {
-			return jobs.Record{}, false, fmt.Errorf("%w: the job %s was posted under it with another body", jobs.ErrKeyReused, theirs.ID)
+		if !found {
+			continue
 		}
 		rec, err := r.Get(ctx, theirs.ID)
 		if errors.Is(err, jobs.ErrNotFound) {
@@ -103,6 +100,46 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 		return rec, true, nil
 	}
 	return jobs.Record{}, false, fmt.Errorf("%w: the idempotency key's claim keeps changing", jobs.ErrUnavailable)
+}
+
+// claimOf reads the claim of key ck, which must be of the same request:
+// ErrKeyReused if not; found is false if there is none.
+func (r *Runner) claimOf(ctx context.Context, ck, request string) (theirs claim, found bool, err error) {
+	e, err := r.kv.Get(ctx, ck)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return claim{}, false, nil
+	}
+	if err != nil {
+		return claim{}, false, storeError(err)
+	}
+	if err := json.Unmarshal(e.Value(), &theirs); err != nil || !jobs.ValidID(theirs.ID) {
+		return claim{}, false, fmt.Errorf("claim of an idempotency key: %q: %v", e.Value(), err)
+	}
+	if theirs.Request != request {
+		return claim{}, false, fmt.Errorf("%w: the job %s was posted under it with another body", jobs.ErrKeyReused, theirs.ID)
+	}
+	return theirs, true, nil
+}
+
+// replay answers a keyed request that Prepare refused (its run_at passed)
+// with the job it was accepted for before, if its key's claim says so;
+// else with refused.
+func (r *Runner) replay(ctx context.Context, ck string, job jobs.Prepared, refused error) (jobs.Record, bool, error) {
+	if err := r.connected(); err != nil {
+		return jobs.Record{}, false, err
+	}
+	theirs, found, err := r.claimOf(ctx, ck, job.Request)
+	if err != nil || !found {
+		return jobs.Record{}, false, cmp.Or(err, refused)
+	}
+	rec, err := r.Get(ctx, theirs.ID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return jobs.Record{}, false, refused // its record gone, the claim outlived it
+	}
+	if err != nil {
+		return jobs.Record{}, false, err
+	}
+	return rec, true, nil
 }
 
 func (r *Runner) publishJob(ctx context.Context, id string, job jobs.Prepared) error {

@@ -2,6 +2,7 @@ package jsjobs_test
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -71,4 +72,54 @@ func fingerprintOf(t *testing.T, spec jobs.Spec) string {
 	}
 	h := sha256.Sum256(body)
 	return hex.EncodeToString(h[:])
+}
+
+// TestSubmitOnceReplaysAScheduledJob: a keyed submit of a job due later,
+// sent again as its client retries (the same run_at, or the same delay),
+// is answered with the same job: not ErrKeyReused once the time came
+// within a second or a delay gave another time, nor refused as in the past
+// once it passed. Another request under the key is still ErrKeyReused.
+func TestSubmitOnceReplaysAScheduledJob(t *testing.T) {
+	c := newCluster(t)
+	cfg := jsConfig()
+	cfg.Kinds = gateKinds()
+	r := c.runner(t, cfg)
+	ctx := context.Background()
+	at := gateSpec(t, GateArgs{Sleep: jobs.Duration(time.Millisecond)}, 10*time.Second)
+	at.RunAt = time.Now().Add(1800 * time.Millisecond)
+	later := gateSpec(t, GateArgs{Sleep: jobs.Duration(time.Millisecond)}, 10*time.Second)
+	later.Delay = jobs.Duration(10 * time.Minute)
+	first, replayed, err := r.SubmitOnce(ctx, at, "at")
+	if err != nil || replayed || first.State != jobs.Scheduled {
+		t.Fatalf("first at: %+v %v %v", first, replayed, err)
+	}
+	delayed, replayed, err := r.SubmitOnce(ctx, later, "delay")
+	if err != nil || replayed || delayed.State != jobs.Scheduled {
+		t.Fatalf("first delay: %+v %v %v", delayed, replayed, err)
+	}
+	time.Sleep(time.Second) // run_at now less than a second ahead
+	for key, want := range map[string]string{"at": first.ID, "delay": delayed.ID} {
+		spec := at
+		if key == "delay" {
+			spec = later
+		}
+		again, replayed, err := r.SubmitOnce(ctx, spec, key)
+		if err != nil || !replayed || again.ID != want {
+			t.Errorf("the same keyed request (%s) 1 s later: %+v replayed %v, %v; want job %s replayed", key, again, replayed, err, want)
+		}
+	}
+	time.Sleep(2 * time.Second) // run_at passed
+	again, replayed, err := r.SubmitOnce(ctx, at, "at")
+	if err != nil || !replayed || again.ID != first.ID {
+		t.Errorf("the same keyed request 3 s later: %+v replayed %v, %v; want job %s replayed", again, replayed, err, first.ID)
+	}
+	other := at
+	other.Timeout = jobs.Duration(9 * time.Second)
+	if _, _, err := r.SubmitOnce(ctx, other, "at"); !errors.Is(err, jobs.ErrKeyReused) {
+		t.Errorf("another request under the key, its time passed: %v, want ErrKeyReused", err)
+	}
+	var invalid *jobs.InvalidError
+	if _, _, err := r.SubmitOnce(ctx, at, "new"); !errors.As(err, &invalid) || !errors.Is(err, jobs.ErrRunAtPast) {
+		t.Errorf("a new key with a run_at past: %v, want an InvalidError", err)
+	}
 }

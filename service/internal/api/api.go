@@ -319,9 +319,7 @@ func jobTime(body map[string]json.RawMessage, spec *jobs.Spec) error {
 		if d < 0 {
 			return fmt.Errorf(`"delay" %v: want 0 or more`, time.Duration(d))
 		}
-		if d > 0 {
-			spec.RunAt = time.Now().Add(time.Duration(d))
-		}
+		spec.Delay = d // from the submit: a keyed request repeated compares the delay
 	}
 	return nil
 }

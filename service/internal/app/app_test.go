@@ -303,6 +303,28 @@ func TestMainSchedulesJobsAcrossAStop(t *testing.T) {
 		t.Fatalf("POST a job due in 3 s: %d %+v, want scheduled with its run_at", code, rec)
 	}
 	posted := time.Now()
+	// The same keyed request, repeated as a client retries: the same job,
+	// although its delay, from now, is another time.
+	var keyed [2]string
+	for i := range keyed {
+		req, _ := http.NewRequest("POST", c.api+"/v1/jobs", strings.NewReader(`{"kind":"factorial","n":6,"delay":"1h"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "delayed")
+		resp, err := c.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusAccepted || (i == 1) != (resp.Header.Get("Idempotent-Replayed") == "true") {
+			t.Fatalf("keyed POST %d of a job due in 1 h: %d %v %+v", i+1, resp.StatusCode, err, r)
+		}
+		keyed[i] = r.ID
+	}
+	if keyed[0] != keyed[1] {
+		t.Fatalf("a keyed request with a delay, repeated: jobs %s and %s", keyed[0], keyed[1])
+	}
 	var got struct {
 		State string
 		RunAt time.Time `json:"run_at"`
