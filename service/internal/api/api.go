@@ -433,7 +433,9 @@ func (a *API) poolError(w http.ResponseWriter, r *http.Request, err error) {
 		a.fail(w, r, http.StatusServiceUnavailable, "queue full, retry later")
 	case errors.Is(err, context.DeadlineExceeded):
 		w.Header().Set("Retry-After", a.retryAfter())
-		a.fail(w, r, http.StatusServiceUnavailable, "no room in the queue within the request timeout, retry later")
+		// The queue may have had room: the work waited for a worker, every
+		// one busy (with jobs too: they share the pool).
+		a.fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("not done within the request timeout (%v): the workers were busy, retry later", a.RequestTimeout))
 	case errors.Is(err, context.Canceled):
 		a.fail(w, r, 499, "client went away")
 	default:

@@ -121,7 +121,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	num(&maxBody, "max-body", "bytes in one request body; more answers 413")
 	dur(&c.RequestTimeout, "request-timeout", "the whole time of an online request")
 	dur(&c.JobTimeout, "job-timeout", "a job's timeout unless it asks for one")
-	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout (or sleep) a job may ask for")
+	dur(&c.MaxJobTimeout, "max-job-timeout", "the longest timeout a job may ask for (a sleep job runs at most its timeout)")
 	num(&c.JobRecords, "job-records", "in memory (-nats-url=off), job records kept at most (0: 10000), the oldest finished evicted first; a new job is refused (503) only while unfinished ones fill it")
 	dur(&c.JobRecordTTL, "job-record-ttl", "a succeeded job's record is kept this long after its end (in memory: any finished job's); a job waiting or running keeps its record")
 	dur(&c.JobFailedTTL, "job-failed-record-ttl", "through JetStream, a failed or timed-out job's record (and an idempotency key) is kept this long after its end")
