@@ -47,7 +47,9 @@ var errTimedOut = errors.New("job timed out")
 // its end, its ack), and Get tells it running from the consumer's state.
 // Should the record say the job must not run (a duplicate of one ended) or
 // be out of reach, the run is cancelled and the delivery settled as above;
-// that run never counts, and at-least-once allows its start. A redelivery,
+// that run never counts, and at-least-once allows its start. So a cancel
+// whose write comes just after a job's delivery (Cancel read it queued)
+// lets its run begin, cancelled once the record is read. A redelivery,
 // which more likely finds the job ended, reads the record and writes it
 // running, one more attempt, before it runs; a first run killed before its
 // end wrote nothing, so the job's attempts count from its second run.
