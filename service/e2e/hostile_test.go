@@ -509,3 +509,81 @@ func TestIdempotentRetryInMemory(t *testing.T) {
 		t.Fatalf("one key, one job: %v", end)
 	}
 }
+
+// TestFreshConnectionsAtTheStop: clients that open a new connection for
+// every request, through a stop. Only a connect may fail, once the
+// listener is closed: a connection that connected is answered, 200, or 503
+// with Connection: close, never met with EOF or a reset. And a connection
+// opened during the shutdown delay that sends its request just after the
+// listener closed is answered too.
+func TestFreshConnectionsAtTheStop(t *testing.T) {
+	c := start(t, "-nats-url", "off", "-workers", "2", "-shutdown-delay", "300ms", "-shutdown-timeout", "10s")
+	var (
+		wg                 sync.WaitGroup
+		answered, refusedN atomic.Int64
+		mu                 sync.Mutex
+		lost               []string
+	)
+	fail := func(s string) {
+		mu.Lock()
+		lost = append(lost, s)
+		mu.Unlock()
+	}
+	check := func(what string, ans rawAnswer, err error) {
+		switch {
+		case err != nil:
+			fail(what + ": connected, then " + err.Error())
+		case ans.code == 200 || ans.code == 503 && ans.close:
+			answered.Add(1)
+		default:
+			fail(fmt.Sprintf("%s: answer %d (Connection: close %v) %s", what, ans.code, ans.close, ans.raw))
+		}
+	}
+	req := postJSON("/v1/factorial", `{"numbers":[5,6,7]}`)
+	for range 32 {
+		wg.Go(func() {
+			for {
+				conn, err := net.DialTimeout("tcp", addrOf(c.http), 10*time.Second)
+				if err != nil {
+					refusedN.Add(1)
+					return // the listener has closed
+				}
+				ans, err := roundTrip(conn, bufio.NewReader(conn), req)
+				conn.Close()
+				check("a new connection", ans, err)
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // load before the stop; not a synchronisation
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Connected during the delay, silent until the listener has closed.
+	late, err := net.Dial("tcp", addrOf(c.http))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	for c.logLine("shutdown: closing the API listener, stopping the job source and the pool") == nil {
+		select {
+		case <-c.exited:
+			t.Fatal("crewd exited before its listener closed")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	ans, err := roundTrip(late, bufio.NewReader(late), req)
+	check("a request sent 100ms after the listener closed", ans, err)
+	wg.Wait()
+	<-c.exited
+	t.Logf("%d answers, %d clients refused at connect", answered.Load(), refusedN.Load())
+	if len(lost) > 0 {
+		t.Fatalf("%d requests on connections that connected were not answered: %v", len(lost), lost)
+	}
+	if c.cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("exit %d", c.cmd.ProcessState.ExitCode())
+	}
+}

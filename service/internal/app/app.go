@@ -179,14 +179,15 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: http.DefaultMaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	// At the stop, once the listener is closed: a client stalled mid-body,
-	// or one that sent nothing yet, does not hold the drain.
+	// At the stop the gate closes the listener and lets every connection
+	// it accepted be answered before Shutdown; then a client stalled
+	// mid-body does not hold the drain.
+	g := newGate(srv, httpLn)
 	srv.RegisterOnShutdown(a.CutBodies)
-	closeSilentAtStop(srv)
 	admin := &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(httpLn) }()
+	go func() { served <- srv.Serve(g.listener()) }()
 	go func() { served <- admin.Serve(adminLn) }()
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
 		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "gc_percent", gcPercent, "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
@@ -218,7 +219,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		fmt.Fprintf(human, "crewd: %v: readiness off, %v for load balancers to drop this process, then the drain (at most %v in all; a second signal stops hard)\n",
 			sig, cfg.ShutdownDelay, cfg.ShutdownTimeout)
 	}
-	stopped := shutdown(cfg, log, sig, delay, stop, a, srv, admin, pool, js)
+	stopped := shutdown(cfg, log, sig, delay, stop, a, srv, g, admin, pool, js)
 	summary(log, pool, js, stopped, code)
 	return code
 }
@@ -226,7 +227,8 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // shutdown runs the stop sequence a pod needs, within cfg.ShutdownTimeout
 // from the signal: readiness off at once; the delay, so that endpoints
 // drop the pod while requests are still served; then, together, the API
-// listener closed with in-flight requests finished (http.Server.Shutdown),
+// listener closed (the gate: every connection accepted answered or found
+// silent) with in-flight requests finished (http.Server.Shutdown),
 // the job source stopped (no more pulls, every job not started handed back
 // to the stream) and the pool stopped in its mode. Together, because an
 // online request in flight waits on the pool: in a drain mode it finishes,
@@ -237,7 +239,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 // last, so that /metrics answers throughout. A second signal cuts it short:
 // the pool stops hard at once (running jobs handed back) and the rest
 // closes.
-func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, delay time.Duration, stop <-chan os.Signal, a *api.API, srv, admin *http.Server, pool *crew.Pool, js jobService) error {
+func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, delay time.Duration, stop <-chan os.Signal, a *api.API, srv *http.Server, g *gate, admin *http.Server, pool *crew.Pool, js jobService) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -274,6 +276,10 @@ func shutdown(cfg config.Config, log *slog.Logger, sig os.Signal, delay time.Dur
 	// as the pool's mode decides, and are acked or handed back.
 	sourceStopped := make(chan error, 1)
 	go func() { sourceStopped <- js.StopPulling(ctx) }()
+	// The listener closes, every connection it accepted is answered or
+	// found silent, and only then does Shutdown begin: net/http leaves a
+	// request it reads after that unanswered.
+	g.close(ctx, time.After(silentGrace)) // the grace runs from the close
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: requests still open at the deadline, closing them", "error", err)
 		srv.Close()
