@@ -23,15 +23,23 @@ const silentGrace = time.Second
 // it is closed. Only then may Shutdown begin: it then finds no connection
 // with a request still to read.
 //
-// What the gate cannot save is a connection the kernel completed but the
-// server had not accepted when the listener closed: the kernel resets it.
+// A close resets the connections the kernel has completed and queued but
+// the server not yet accepted. So the gate first takes the server's Accept
+// out of the listener, then accepts every queued connection itself and
+// closes the listener at once (takeQueued), and hands those connections to
+// the server. What remains is a handshake completed in the instant between
+// the last of those accepts and the close, and one completing as the
+// listener closes: the kernel resets those.
 type gate struct {
 	ln      net.Listener
 	closing atomic.Bool
-	ended   chan struct{} // closed when the server's Accept fails after the close
-	endOnce sync.Once
+	parked  chan struct{} // closed when the server's Accept has left the listener
+	shut    chan struct{} // closed when the listener is closed and queued set
+	ended   chan struct{} // closed when the server's Accept has had every queued connection
+	once    [2]sync.Once  // parked, ended
 
 	mu      sync.Mutex
+	queued  []net.Conn                  // taken from the kernel's queue at the close, for the server
 	waiting map[net.Conn]http.ConnState // accepted, no request handled yet
 	settled chan struct{}               // closed once waiting is empty, after the listener closed
 }
@@ -45,10 +53,11 @@ var closedTime = func() <-chan time.Time {
 	return c
 }()
 
-// newGate puts a gate on srv, which is to serve ln: it sets srv's
-// ConnState and ConnContext and wraps its Handler.
+// newGate puts a gate on srv, which is to serve g.listener(): it sets
+// srv's ConnState and ConnContext and wraps its Handler.
 func newGate(srv *http.Server, ln net.Listener) *gate {
-	g := &gate{ln: ln, ended: make(chan struct{}), waiting: map[net.Conn]http.ConnState{}}
+	g := &gate{ln: ln, parked: make(chan struct{}), shut: make(chan struct{}), ended: make(chan struct{}),
+		waiting: map[net.Conn]http.ConnState{}}
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
@@ -78,9 +87,7 @@ func newGate(srv *http.Server, ln net.Listener) *gate {
 	return g
 }
 
-// listener is the listener the server is to serve: an Accept that fails
-// once the gate closed it tells that the server has registered (StateNew)
-// every connection it accepted.
+// listener is the listener the server is to serve.
 func (g *gate) listener() net.Listener { return gateListener{g.ln, g} }
 
 type gateListener struct {
@@ -88,12 +95,29 @@ type gateListener struct {
 	g *gate
 }
 
+// Accept is the server's. Once the gate is closing, it waits, off the
+// listener, for the close; then it hands out the connections the gate took
+// from the queue, and then fails, the server having registered (StateNew)
+// every connection it accepted.
 func (l gateListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil && l.g.closing.Load() {
-		l.g.endOnce.Do(func() { close(l.g.ended) })
+	g := l.g
+	if !g.closing.Load() {
+		c, err := l.Listener.Accept()
+		if err == nil || !g.closing.Load() {
+			return c, err
+		}
 	}
-	return c, err
+	g.once[0].Do(func() { close(g.parked) })
+	<-g.shut
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queued) > 0 {
+		c := g.queued[0]
+		g.queued = g.queued[1:]
+		return c, nil
+	}
+	g.once[1].Do(func() { close(g.ended) })
+	return nil, net.ErrClosed
 }
 
 // done records that c needs nothing more from the gate: a request of its
@@ -117,9 +141,23 @@ func (g *gate) done(c net.Conn) {
 // then. It returns early when ctx is done.
 func (g *gate) close(ctx context.Context, grace <-chan time.Time) {
 	g.closing.Store(true)
-	_ = g.ln.Close()
+	if d, ok := g.ln.(interface{ SetDeadline(time.Time) error }); ok {
+		_ = d.SetDeadline(time.Now()) // wakes the server's Accept
+	}
 	// A server whose Serve has already returned accepts no more: grace
-	// bounds the wait for it.
+	// bounds the waits for it.
+	select {
+	case <-g.parked:
+	case <-grace:
+		grace = closedTime
+	case <-ctx.Done():
+	}
+	queued := takeQueued(g.ln)
+	_ = g.ln.Close()
+	g.mu.Lock()
+	g.queued = queued
+	g.mu.Unlock()
+	close(g.shut)
 	select {
 	case <-g.ended:
 	case <-grace:
