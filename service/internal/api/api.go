@@ -60,8 +60,8 @@ type API struct {
 // SetStopping makes /readyz fail from now on, and every answer carry
 // Connection: close, so that no keep-alive connection outlives the
 // shutdown delay: a request sent as the listener closes is then on a new
-// connection, answered or refused at connect, never cut unanswered. The
-// first step of a stop.
+// connection, which the stop answers or refuses at connect (see the app's
+// gate). The first step of a stop.
 func (a *API) SetStopping() { a.stopping.Store(true) }
 
 // CutBodies ends every body read in progress now, and every one that

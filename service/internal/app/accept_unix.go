@@ -26,14 +26,19 @@ func takeQueued(ln net.Listener) []net.Conn {
 		for {
 			// The listener is non-blocking (Go's poller): EAGAIN when the
 			// queue is empty.
+			// Close-on-exec before a fork can copy it, as net does.
+			syscall.ForkLock.RLock()
 			nfd, _, err := syscall.Accept(int(fd))
+			if err == nil {
+				syscall.CloseOnExec(nfd)
+			}
+			syscall.ForkLock.RUnlock()
 			if err == syscall.EINTR || err == syscall.ECONNABORTED {
 				continue
 			}
 			if err != nil {
 				return
 			}
-			syscall.CloseOnExec(nfd)
 			f := os.NewFile(uintptr(nfd), "")
 			c, err := net.FileConn(f) // a copy of the descriptor, non-blocking
 			_ = f.Close()

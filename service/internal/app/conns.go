@@ -31,12 +31,12 @@ const silentGrace = time.Second
 // the last of those accepts and the close, and one completing as the
 // listener closes: the kernel resets those.
 type gate struct {
-	ln      net.Listener
-	closing atomic.Bool
-	parked  chan struct{} // closed when the server's Accept has left the listener
-	shut    chan struct{} // closed when the listener is closed and queued set
-	ended   chan struct{} // closed when the server's Accept has had every queued connection
-	once    [2]sync.Once  // parked, ended
+	ln                net.Listener
+	closing           atomic.Bool
+	parked            chan struct{} // closed when the server's Accept has left the listener
+	shut              chan struct{} // closed when the listener is closed and queued set
+	ended             chan struct{} // closed when the server's Accept has had every queued connection
+	parkOnce, endOnce sync.Once
 
 	mu      sync.Mutex
 	queued  []net.Conn                  // taken from the kernel's queue at the close, for the server
@@ -107,7 +107,7 @@ func (l gateListener) Accept() (net.Conn, error) {
 			return c, err
 		}
 	}
-	g.once[0].Do(func() { close(g.parked) })
+	g.parkOnce.Do(func() { close(g.parked) })
 	<-g.shut
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -116,7 +116,7 @@ func (l gateListener) Accept() (net.Conn, error) {
 		g.queued = g.queued[1:]
 		return c, nil
 	}
-	g.once[1].Do(func() { close(g.ended) })
+	g.endOnce.Do(func() { close(g.ended) })
 	return nil, net.ErrClosed
 }
 
