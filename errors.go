@@ -95,18 +95,25 @@ func catch(name string, pe **PanicError) {
 }
 
 // panicError is the one place a recovered panic value becomes an error. A
-// value that is already a *PanicError (a typed result passing its own on)
+// panic the package passes on (passOn: a typed result passing its own on)
 // is kept as it is, named if it was not, so that a panic is never wrapped
-// twice.
+// twice. Any other value, a *PanicError the task's function panicked with
+// included, is wrapped anew: that one belongs to the user (the error of
+// another task, say) and must be neither renamed nor have its stack stand
+// for this panic's.
 func panicError(name string, v any) *PanicError {
-	if e, ok := v.(*PanicError); ok {
-		if e.Task == "" {
-			e.Task = name
+	if p, ok := v.(passOn); ok {
+		if p.pe.Task == "" {
+			p.pe.Task = name
 		}
-		return e
+		return p.pe
 	}
 	return &PanicError{Task: name, Value: v, Stack: debug.Stack()}
 }
+
+// passOn is the value the package panics with to pass a panic it already
+// caught, as a *PanicError, on to the worker (results.go).
+type passOn struct{ pe *PanicError }
 
 // IndexError is the error of one element of Map, ForEach, MapSeq or
 // ForEachSeq: its position in the input, and what went wrong there (the
@@ -118,6 +125,13 @@ type IndexError struct {
 	Index int
 	// Err is the element's error.
 	Err error
+
+	// caught: Err is a panic recovered by atIndex or atIndexOf and not yet
+	// reported. The first look (elementPanic) reports it and clears this,
+	// so that the same error returned by a function further out (a group
+	// task returning the error of a Map it ran) is a returned error, not a
+	// second panic.
+	caught bool
 }
 
 func (e *IndexError) Error() string { return fmt.Sprintf("crew: element %d: %v", e.Index, e.Err) }
@@ -155,7 +169,7 @@ func invalid(format string, args ...any) error {
 // counts and reports as a panic (see Group.run).
 func atIndex(i int, err *error) {
 	if v := recover(); v != nil {
-		*err = &IndexError{Index: i, Err: panicError("", v)}
+		*err = &IndexError{Index: i, Err: panicError("", v), caught: true}
 	} else if *err != nil {
 		*err = &IndexError{Index: i, Err: *err}
 	}
@@ -165,16 +179,18 @@ func atIndex(i int, err *error) {
 // is the one *i is on when the run ends.
 func atIndexOf(i *int64, err *error) {
 	if v := recover(); v != nil {
-		*err = &IndexError{Index: int(*i), Err: panicError("", v)}
+		*err = &IndexError{Index: int(*i), Err: panicError("", v), caught: true}
 	} else if *err != nil {
 		*err = &IndexError{Index: int(*i), Err: *err}
 	}
 }
 
 // elementPanic is the panic an element's error carries (atIndex wraps it
-// in an *IndexError), named name if it has no name of its own, or nil.
+// in an *IndexError), named name if it has no name of its own, or nil. It
+// reports a panic once: called again with the same error, it returns nil.
 func elementPanic(err error, name string) *PanicError {
-	if ie, ok := err.(*IndexError); ok {
+	if ie, ok := err.(*IndexError); ok && ie.caught {
+		ie.caught = false
 		if pe, ok := ie.Err.(*PanicError); ok {
 			if pe.Task == "" {
 				pe.Task = name

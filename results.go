@@ -92,7 +92,7 @@ func (r *result[T]) run(ctx context.Context, fn func(context.Context) (T, error)
 		if pe != nil {
 			r.err = pe
 			r.done.Store(true)
-			panic(pe)
+			panic(passOn{pe})
 		}
 	}()
 	defer catch("", &pe)

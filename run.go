@@ -11,9 +11,14 @@ import "time"
 func (w *worker) run(it *item) {
 	p := w.p
 	if p.level.Load() >= levelSoft {
+		w.owed = false // drop counts it before the observer hears of it
 		p.drop(it, &w.counts)
 		return
 	}
+	// Until the task is counted, a runtime.Goexit (in its function, or in
+	// a hook called before the count: the panic handler) leaves it to
+	// goexit; after, a Goexit in the observer must not count it again.
+	w.owed = true
 	switch {
 	case it.t != nil:
 		w.runTask(it)
@@ -41,6 +46,7 @@ func (w *worker) runShort(it *item) {
 		// cost more than the add.
 		w.flush()
 	}
+	w.owed = false // counted (unflushed counts: flush runs before exit)
 	if p.cfg.observer != nil {
 		end := w.clockEnd()
 		p.observe(Observation{Name: it.name, Wait: w.began - it.enq, Run: end - w.began, State: state})
@@ -118,6 +124,7 @@ func (w *worker) runTask(it *item) {
 func (w *worker) completeTask(t *Task, to State, err error, it *item, ran bool) {
 	p := w.p
 	t.complete(Running, to, err, &w.counts)
+	w.owed = false
 	if p.cfg.observer == nil {
 		return
 	}
@@ -150,6 +157,7 @@ func (w *worker) runGroup(it *item) {
 		p.panicked(pe)
 	}
 	g.complete(state, err, &w.counts)
+	w.owed = false
 	if p.cfg.observer != nil {
 		o := Observation{Name: it.name, Wait: w.began - it.enq, State: state}
 		if state != Canceled {
@@ -159,27 +167,36 @@ func (w *worker) runGroup(it *item) {
 	}
 }
 
-// goexit cleans up after a task function called runtime.Goexit: the task
-// fails with ErrGoexit (and the observer hears so), the slot is given up
-// and a replacement is started if work is waiting.
+// goexit cleans up after runtime.Goexit was called on the worker: by a
+// task function, or by a hook (the panic handler, the observer). A task
+// not yet counted fails with ErrGoexit (and the observer hears so); one
+// already counted, whose observer called it, is left as it is. Either way
+// the slot is given up and a replacement is started if work is waiting.
 func (w *worker) goexit(it *item) {
 	p := w.p
-	name := it.name
 	if t := w.current.Load(); t != nil {
-		if t.timeout > 0 { // the timer is armed only for a task with a timeout
+		if t.timeout > 0 { // the timer is armed only while current is set
 			w.disarm()
 		}
 		w.current.Store(nil)
-		t.complete(Running, Failed, ErrGoexit, &w.counts)
-		name = t.name
-	} else if g := w.group.Load(); g != nil {
-		w.group.Store(nil)
-		g.complete(Failed, ErrGoexit, &w.counts)
-	} else {
-		w.counts.count(Failed) // a short task
 	}
-	if p.cfg.observer != nil {
-		p.observe(Observation{Name: name, Wait: w.began - it.enq, Run: time.Since(p.epoch) - w.began, State: Failed})
+	w.group.Store(nil)
+	if w.owed {
+		w.owed = false
+		name := it.name
+		switch {
+		case it.t != nil:
+			// A timeout or a hard stop may have completed it first.
+			it.t.complete(Running, Failed, ErrGoexit, &w.counts)
+			name = it.t.name
+		case it.g != nil:
+			it.g.complete(Failed, ErrGoexit, &w.counts)
+		default:
+			w.counts.count(Failed) // a short task
+		}
+		if p.cfg.observer != nil {
+			p.observe(Observation{Name: name, Wait: w.began - it.enq, Run: time.Since(p.epoch) - w.began, State: Failed})
+		}
 	}
 	p.workers.giveUpSlot()
 	p.workers.kick()

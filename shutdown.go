@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"runtime"
 	"strings"
@@ -410,15 +411,22 @@ func (p *Pool) logEnd(msg string, err error) {
 	l.Info(msg, args...)
 }
 
-// loopName is the name the runtime gives worker.loop in a stack trace.
-var loopName = runtime.FuncForPC(reflect.ValueOf((*worker).loop).Pointer()).Name()
+// loopName and helpName are the names the runtime gives worker.loop and
+// split.help in a stack trace.
+var (
+	loopName = runtime.FuncForPC(reflect.ValueOf((*worker).loop).Pointer()).Name()
+	helpName = runtime.FuncForPC(reflect.ValueOf((*split).help).Pointer()).Name()
+)
 
 // calledFromTask reports whether the caller runs on one of the pool's own
-// workers, in which case waiting for the workers would wait for itself.
-// There is no goroutine identity in Go, so it reads its own stack: the
-// worker's loop is at the bottom, with the worker's address as its
-// receiver, and compares that with the pool's workers. It costs a stack
-// trace, once per Shutdown that must wait.
+// slots: on one of its workers, or as the helping caller of a Map or
+// ForEach on the pool (workerSet's rule 6), in which case waiting for the
+// workers would wait for itself. There is no goroutine identity in Go, so
+// it reads its own stack: the worker's loop is at the bottom, with the
+// worker's address as its receiver, and a helping caller's stack holds
+// split.help with the split's address (that of its group, its first
+// field); it compares those with the pool's workers and helpers. It costs
+// a stack trace, once per Shutdown that must wait.
 func (p *Pool) calledFromTask() bool {
 	buf := make([]byte, 16<<10)
 	for {
@@ -429,22 +437,44 @@ func (p *Pool) calledFromTask() bool {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	prefix := []byte(loopName + "(0x")
-	i := bytes.LastIndex(buf, prefix)
-	if i < 0 {
-		return false
-	}
-	rest := buf[i+len(prefix)-2:]
-	end := bytes.IndexAny(rest, ",)?")
-	if end < 0 {
-		return false
-	}
-	addr := string(rest[:end])
 	found := false
-	p.workers.each(func(w *worker) {
-		if fmt.Sprintf("%p", w) == addr {
-			found = true
+	for addr := range receivers(buf, loopName) {
+		p.workers.each(func(w *worker) {
+			if fmt.Sprintf("%p", w) == addr {
+				found = true
+			}
+		})
+	}
+	for addr := range receivers(buf, helpName) {
+		p.workers.mu.Lock()
+		for _, g := range p.workers.helpers {
+			if fmt.Sprintf("%p", g) == addr {
+				found = true
+			}
 		}
-	})
+		p.workers.mu.Unlock()
+	}
 	return found
+}
+
+// receivers yields the receiver's address of every frame of fn in stack.
+func receivers(stack []byte, fn string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		prefix := []byte(fn + "(0x")
+		for {
+			i := bytes.Index(stack, prefix)
+			if i < 0 {
+				return
+			}
+			rest := stack[i+len(prefix)-2:]
+			end := bytes.IndexAny(rest, ",)?")
+			if end < 0 {
+				return
+			}
+			if !yield(string(rest[:end])) {
+				return
+			}
+			stack = rest[end:]
+		}
+	}
 }

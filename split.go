@@ -86,17 +86,30 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 		return s.delegate()
 	}
 	lent, ok := p.workers.borrow(g)
-	if !ok {
+	switch {
+	case ok:
+		s.help(lent, true)
+	case p.calledFromTask():
+		// No slot to borrow, but the caller already holds one: it is a
+		// task of the pool, or an element of a Map on it run by a helping
+		// caller. Runners queued now could wait for ever for the slot it
+		// holds while it waits for them (a Map nested in a Map, or in a
+		// task, at the bound), so it runs the call on its own slot.
+		s.help(nil, false)
+	default:
 		return s.delegate()
 	}
-	s.help(lent)
 	s.waitRunners()
 	return g.inOrder(g.end(false))
 }
 
 // help runs the call with the caller as its first participant, on the slot
-// it borrowed.
-func (s *split) help(lent *worker) {
+// it borrowed, or, if it borrowed none, on the slot it already holds as a
+// task of the pool. Not inlined: calledFromTask finds the helping caller by
+// this frame and its receiver.
+//
+//go:noinline
+func (s *split) help(lent *worker, borrowed bool) {
 	p := s.p
 	p.helped.Add(1) // the caller's share is a task of the pool
 	s.live.Store(1)
@@ -108,6 +121,14 @@ func (s *split) help(lent *worker) {
 	// its share counts as failed, the elements left are abandoned (a runner
 	// still inside finishes its chunk), and the slot goes back.
 	state, returned := Failed, false
+	// Deferred apart, and so run last: the slot goes back even if the
+	// observer, below, calls runtime.Goexit.
+	if borrowed {
+		defer p.workers.giveBack(&s.g, lent)
+	} else {
+		p.workers.addHelper(&s.g)
+		defer p.workers.removeHelper(&s.g)
+	}
 	defer func() {
 		if !returned {
 			s.abandon()
@@ -117,7 +138,6 @@ func (s *split) help(lent *worker) {
 		if p.cfg.observer != nil {
 			p.observe(Observation{Name: s.g.name, Run: time.Since(p.epoch) - obs, State: state})
 		}
-		p.workers.giveBack(&s.g, lent)
 	}()
 	if s.n > 1 {
 		s.recruit()

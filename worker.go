@@ -43,6 +43,7 @@ type worker struct {
 	group     atomic.Pointer[Group] // the group whose function is running
 	counts    counters
 	unflushed uint64 // short tasks succeeded, not yet added to counts (flush)
+	owed      bool   // the task being run has not reached its terminal state yet (goexit)
 }
 
 // flushEvery bounds how many succeeded short tasks a busy worker keeps to
