@@ -8,6 +8,7 @@ import (
 	"iter"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -440,7 +441,7 @@ func (p *Pool) calledFromTask() bool {
 	found := false
 	for addr := range receivers(buf, loopName) {
 		p.workers.each(func(w *worker) {
-			if fmt.Sprintf("%p", w) == addr {
+			if reflect.ValueOf(w).Pointer() == addr {
 				found = true
 			}
 		})
@@ -448,7 +449,7 @@ func (p *Pool) calledFromTask() bool {
 	for addr := range receivers(buf, helpName) {
 		p.workers.mu.Lock()
 		for _, g := range p.workers.helpers {
-			if fmt.Sprintf("%p", g) == addr {
+			if reflect.ValueOf(g).Pointer() == addr {
 				found = true
 			}
 		}
@@ -458,20 +459,20 @@ func (p *Pool) calledFromTask() bool {
 }
 
 // receivers yields the receiver's address of every frame of fn in stack.
-func receivers(stack []byte, fn string) iter.Seq[string] {
-	return func(yield func(string) bool) {
+func receivers(stack []byte, fn string) iter.Seq[uintptr] {
+	return func(yield func(uintptr) bool) {
 		prefix := []byte(fn + "(0x")
 		for {
 			i := bytes.Index(stack, prefix)
 			if i < 0 {
 				return
 			}
-			rest := stack[i+len(prefix)-2:]
+			rest := stack[i+len(prefix):]
 			end := bytes.IndexAny(rest, ",)?")
 			if end < 0 {
 				return
 			}
-			if !yield(string(rest[:end])) {
+			if a, err := strconv.ParseUint(string(rest[:end]), 16, 64); err == nil && !yield(uintptr(a)) {
 				return
 			}
 			stack = rest[end:]
