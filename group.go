@@ -112,6 +112,11 @@ func NameTasks(name string) GroupOption {
 // ctx: cancelled by the group's first error (unless JoinErrors), when Wait
 // returns, and with ctx. A bad option or a nil pool or ctx makes every Go
 // and Wait return the error; NewGroup itself never fails.
+//
+// A group's functions are tasks of the pool: a task of the same pool (or an
+// element of a Map on it) that waits for a group, a Results, a Map or
+// ForEach (their runners) or a MapSeq on that pool holds a slot those tasks
+// may need, and at the bound waits for ever. Nest work on another pool.
 func NewGroup(ctx context.Context, pool *Pool, opts ...GroupOption) (*Group, context.Context) {
 	g := &Group{}
 	g.init(ctx, pool, opts)

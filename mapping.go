@@ -20,9 +20,11 @@ import (
 // runner task for each other slot the pool can give, every participant
 // claiming chunks that shrink as the work runs out; Stats count the caller
 // and each runner as one task. On a paused pool, or one with every slot
-// busy, the caller queues the runners and waits. Elements may run one
-// after another on one goroutine: they must not wait for one another. Map
-// allocates a few objects per call, whatever the length of in.
+// busy, the caller queues the runners and waits (so a Map called from a
+// task of the same pool at its bound waits for ever: see NewGroup).
+// Elements may run one after another on one goroutine: they must not wait
+// for one another. Map allocates a few objects per call, whatever the
+// length of in.
 func Map[In, Out any](ctx context.Context, pool *Pool, in []In, fn func(context.Context, In) (Out, error), opts ...GroupOption) ([]Out, error) {
 	if fn == nil {
 		return nil, ErrNilFunc

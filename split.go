@@ -86,30 +86,20 @@ func runSplit(ctx context.Context, pool *Pool, n int, body func(context.Context,
 		return s.delegate()
 	}
 	lent, ok := p.workers.borrow(g)
-	switch {
-	case ok:
-		s.help(lent, true)
-	case p.calledFromTask():
-		// No slot to borrow, but the caller already holds one: it is a
-		// task of the pool, or an element of a Map on it run by a helping
-		// caller. Runners queued now could wait for ever for the slot it
-		// holds while it waits for them (a Map nested in a Map, or in a
-		// task, at the bound), so it runs the call on its own slot.
-		s.help(nil, false)
-	default:
+	if !ok {
 		return s.delegate()
 	}
+	s.help(lent)
 	s.waitRunners()
 	return g.inOrder(g.end(false))
 }
 
 // help runs the call with the caller as its first participant, on the slot
-// it borrowed, or, if it borrowed none, on the slot it already holds as a
-// task of the pool. Not inlined: calledFromTask finds the helping caller by
-// this frame and its receiver.
+// it borrowed. Not inlined: calledFromTask finds the helping caller by this
+// frame and its receiver.
 //
 //go:noinline
-func (s *split) help(lent *worker, borrowed bool) {
+func (s *split) help(lent *worker) {
 	p := s.p
 	p.helped.Add(1) // the caller's share is a task of the pool
 	s.live.Store(1)
@@ -123,12 +113,7 @@ func (s *split) help(lent *worker, borrowed bool) {
 	state, returned := Failed, false
 	// Deferred apart, and so run last: the slot goes back even if the
 	// observer, below, calls runtime.Goexit.
-	if borrowed {
-		defer p.workers.giveBack(&s.g, lent)
-	} else {
-		p.workers.addHelper(&s.g)
-		defer p.workers.removeHelper(&s.g)
-	}
+	defer p.workers.giveBack(&s.g, lent)
 	defer func() {
 		if !returned {
 			s.abandon()

