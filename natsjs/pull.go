@@ -90,6 +90,10 @@ func (s *Source) pull() {
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}
+	if s.maxBatch > 0 && credit > s.maxBatch {
+		// The rest goes in the next pulls, one per decision.
+		credit = s.maxBatch
+	}
 	s.requested += credit
 	s.fetches++
 	go s.fetch(credit)

@@ -41,10 +41,13 @@ type Source struct {
 	// serverMaxDeliver is the consumer's MaxDeliver (0: none): after that
 	// delivery the server gives the message to no one, nak or not.
 	serverMaxDeliver int
-	renewAfter       time.Duration
-	tickEvery        time.Duration
-	stream           string
-	consumer         string
+	// maxBatch is the consumer's MaxRequestBatch (0: none): the server
+	// refuses a pull asking for more, so no pull asks for more.
+	maxBatch   int
+	renewAfter time.Duration
+	tickEvery  time.Duration
+	stream     string
+	consumer   string
 
 	unstarted atomic.Int64  // received and not yet started or handed back
 	started   atomic.Uint64 // handlers started, for the window's rate
@@ -120,6 +123,12 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 		s.ackWait = 30 * time.Second // the server's default
 	}
 	s.serverMaxDeliver = max(0, info.Config.MaxDeliver)
+	// The server refuses a pull over the consumer's MaxRequestBatch or
+	// MaxRequestExpires (409): every pull would fail and nothing would run.
+	s.maxBatch = max(0, info.Config.MaxRequestBatch)
+	if e := info.Config.MaxRequestExpires; e > 0 && s.o.pullExpiry > e {
+		s.o.pullExpiry = e
+	}
 	s.maxDeliver = s.serverMaxDeliver
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
@@ -253,6 +262,9 @@ func (s *Source) reclaim() {
 			if err == nil {
 				m.task.Store(t)
 				continue
+			}
+			if errors.Is(err, crew.ErrQueueFull) {
+				continue // the pool runs: try again on the next round
 			}
 		}
 		if m.state.CompareAndSwap(waiting, handedBack) {

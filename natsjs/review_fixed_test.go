@@ -1,0 +1,110 @@
+package natsjs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestReviewMaxRequestBatchBelowCredit: a consumer whose MaxRequestBatch is
+// below the Source's credit (pool bound plus window) must still be consumed.
+func TestReviewMaxRequestBatchBelowCredit(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
+		Durable: "crewd", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		MaxRequestBatch: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "jobs.a", 20)
+	pool := newPool(t, 8)
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error { return nil })
+	run(t, src)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if src.Stats().Acked == 20 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("after 5 s: %v", src.Stats())
+}
+
+// TestReviewMaxRequestExpiresBelowPullExpiry: same with the consumer's
+// MaxRequestExpires below the Source's pull expiry (1 s by default).
+func TestReviewMaxRequestExpiresBelowPullExpiry(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
+		Durable: "crewd", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		MaxRequestExpires: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "jobs.a", 20)
+	pool := newPool(t, 8)
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error { return nil })
+	run(t, src)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if src.Stats().Acked == 20 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("after 5 s: %v", src.Stats())
+}
+
+// TestReviewLastDeliveryNotTermedWhilePoolRuns: every delivery is the last
+// (MaxDeliver 1). A stop finds one message not yet submitted (the pool's
+// queue was full); the pool is alive and runs the others once a slot frees.
+// The README: "kept: ... It runs if the pool runs it; dead-lettered if the
+// pool stopped without running it". It must not be termed unrun while the
+// pool still runs.
+func TestReviewLastDeliveryNotTermedWhilePoolRuns(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 1)
+	e.publish(t, "jobs.a", 3)
+	pool, err := crew.New(crew.WithWorkers(1), crew.WithQueueSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Shutdown(context.Background(), crew.Drain) })
+	block := make(chan struct{})
+	open := opener(t, block)
+	ran := newSeen()
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		ran.add(m.StreamSeq())
+		if m.StreamSeq() == 1 {
+			<-block
+		}
+		return nil
+	}, natsjs.WithWindow(2))
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	eventually(t, 10*time.Second, "three received", func() bool { return src.Stats().Received == 3 })
+	time.Sleep(100 * time.Millisecond)
+	sd := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sd <- src.Shutdown(ctx)
+	}()
+	time.Sleep(500 * time.Millisecond)
+	open()
+	if err := <-sd; err != nil {
+		t.Fatal(err)
+	}
+	<-errc
+	if st := src.Stats(); ran.distinct() != 3 || st.Termed != 0 {
+		t.Fatalf("%d of 3 ran; %v", ran.distinct(), st)
+	}
+}
