@@ -2,6 +2,7 @@ package natsjs_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +107,36 @@ func TestReviewLastDeliveryNotTermedWhilePoolRuns(t *testing.T) {
 	<-errc
 	if st := src.Stats(); ran.distinct() != 3 || st.Termed != 0 {
 		t.Fatalf("%d of 3 ran; %v", ran.distinct(), st)
+	}
+}
+
+// TestReviewHeartbeatPointNineKeepsTheLease: WithHeartbeat(0.9), which New
+// accepts, renewed a lease 0.9 AckWait after the last, plus up to a tick
+// (renewAfter/4 = 0.225 AckWait below 400 ms AckWaits): the server's
+// AckWait often passes first and a second consumer gets a message whose
+// handler is still running and healthy.
+func TestReviewHeartbeatPointNineKeepsTheLease(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = 400 * time.Millisecond
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	var runs atomic.Int32
+	h := func(ctx context.Context, m *natsjs.Msg) error {
+		runs.Add(1)
+		select {
+		case <-time.After(10 * ackWait):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	a := newSource(t, newPool(t, 1), cons, h, natsjs.WithHeartbeat(0.9))
+	b := newSource(t, newPool(t, 1), cons, h, natsjs.WithHeartbeat(0.9))
+	run(t, a)
+	eventually(t, 5*time.Second, "started", func() bool { return runs.Load() == 1 })
+	run(t, b)
+	time.Sleep(10 * ackWait)
+	if r := runs.Load(); r != 1 {
+		t.Fatalf("ran %d times while the first run renewed its lease; a %v", r, a.Stats())
 	}
 }

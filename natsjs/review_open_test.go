@@ -5,9 +5,13 @@ package natsjs_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
 )
 
@@ -76,5 +80,110 @@ func TestReviewShutdownFromItsOwnHandler(t *testing.T) {
 	case <-errc:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return")
+	}
+}
+
+// TestReviewLongHandlerBurnsWaitingAttempts: one slot; a healthy handler
+// runs 2.5 AckWaits (its lease renewed, as the README supports); meanwhile
+// the next message waits in the window. The stall rule (lease.go
+// handBackStalled) takes "no start for an AckWait" for a stuck pool and
+// naks the waiting message: a delivery attempt spent without a run. With
+// MaxDeliver 3 a failing message then runs twice, not three times, before
+// it is dead-lettered (the retry the README's Watermill #645 line promises
+// is skipped).
+func TestReviewLongHandlerBurnsWaitingAttempts(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, 3)
+	e.publish(t, "jobs.a", 2)
+	pool := newPool(t, 1)
+	var mu sync.Mutex
+	var attempts []int
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.StreamSeq() == 1 {
+			time.Sleep(5 * ackWait / 2)
+			return nil
+		}
+		mu.Lock()
+		attempts = append(attempts, m.Attempt())
+		mu.Unlock()
+		return errors.New("fails")
+	}, natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
+	run(t, src)
+	eventually(t, 20*time.Second, "the failing message termed", func() bool { return src.Stats().Termed == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(attempts) != "[1 2 3]" {
+		t.Fatalf("the failing message ran at attempts %v, want [1 2 3]; %v", attempts, src.Stats())
+	}
+}
+
+// TestReviewBlockedThenHoldsTheMessageForEver: what a handler left with
+// Then blocks, ignoring its context. The Source's Shutdown times out and
+// the pool stops hard; the message is still renewed, so no other consumer
+// gets it for as long as the process lives (a handler's message in the
+// same case is let go: renewals stop once the pool cancelled it).
+func TestReviewBlockedThenHoldsTheMessageForEver(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	pool, err := crew.New(crew.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	var started atomic.Bool
+	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		return natsjs.Then(func(context.Context) error { started.Store(true); <-block; return nil })
+	})
+	go a.Run(context.Background())
+	eventually(t, 5*time.Second, "fn started", started.Load)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_ = a.Shutdown(ctx)
+	_ = pool.Shutdown(ctx, crew.Hard)
+	var got atomic.Int32
+	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error { got.Add(1); return nil })
+	run(t, b)
+	time.Sleep(4 * ackWait)
+	if got.Load() == 0 {
+		t.Fatalf("4 AckWaits after the stop the message is still held by the stopped Source: %v", a.Stats())
+	}
+}
+
+// TestReviewOutagesSpendWithMaxDeliverAttempts: consumer MaxDeliver -1 (as
+// the Unavailable doc advises for outages that must cost no attempt) and
+// WithMaxDeliver(3). Two outages, then a real failure: settle.go says
+// Unavailable spends "no attempt of ours", yet the first real failure is
+// already "the last attempt" (attempt 3 >= 3) and is dead-lettered with no
+// retry.
+func TestReviewOutagesSpendWithMaxDeliverAttempts(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	var mu sync.Mutex
+	var failures int
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.Attempt() <= 2 {
+			return natsjs.Unavailable(errors.New("store down"))
+		}
+		mu.Lock()
+		failures++
+		mu.Unlock()
+		return errors.New("real failure")
+	}, natsjs.WithMaxDeliver(3), natsjs.WithUnavailableDelay(10*time.Millisecond),
+		natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
+	run(t, src)
+	eventually(t, 10*time.Second, "termed", func() bool { return src.Stats().Termed == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if failures < 3 {
+		t.Fatalf("dead-lettered after %d real failures (WithMaxDeliver 3) and 2 outages: %v", failures, src.Stats())
 	}
 }

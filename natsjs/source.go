@@ -136,7 +136,10 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	s.afterMax.Store(int64(pool.Stats().MaxWorkers))
 	s.window = newWindow(o.window, s.ackWait)
 	s.renewAfter = time.Duration(float64(s.ackWait) * o.heartbeat)
-	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, s.renewAfter/4))
+	// A renewal is sent by the first tick after it is due: a tick must
+	// come well within what is left of AckWait after renewAfter, or a
+	// heartbeat fraction near 0.9 lets the lease lapse before its renewal.
+	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, min(s.renewAfter, s.ackWait-s.renewAfter)/4))
 	s.fetchCtx, s.cancelFetch = context.WithCancel(context.Background())
 	return s, nil
 }
