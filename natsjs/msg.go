@@ -121,7 +121,10 @@ func (c *msgContext) cause() error {
 	return c.err
 }
 
-// release stops the watch of the task's context once the handler returned.
+// release stops the watch of the task's context once the handler returned,
+// and ends the context as the task's own ends with the task: a goroutine
+// the handler left waiting on Done wakes, and Err is never non-nil while
+// Done is open. A cause set before (ErrLeaseLost) stays.
 func (c *msgContext) release() {
 	c.mu.Lock()
 	stop := c.stop
@@ -129,4 +132,5 @@ func (c *msgContext) release() {
 	if stop != nil {
 		stop()
 	}
+	c.cancelWith(context.Canceled)
 }

@@ -140,3 +140,37 @@ func TestReviewHeartbeatPointNineKeepsTheLease(t *testing.T) {
 		t.Fatalf("ran %d times while the first run renewed its lease; a %v", r, a.Stats())
 	}
 }
+
+// TestReviewHandlerContextDoneAfterReturn: after the handler returned, its
+// context's Err is non-nil (the task's context ends with the task) while
+// its Done channel never closes (release stopped the watch): the
+// context.Context contract ("If Done is not yet closed, Err returns nil")
+// is broken, and a goroutine the handler left waiting on ctx.Done() (the
+// usual way to tie it to the task) leaks for ever.
+func TestReviewHandlerContextDoneAfterReturn(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	exited := make(chan struct{})
+	ctxc := make(chan context.Context, 1)
+	src := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		done := ctx.Done() // as select or a child context would
+		go func() { <-done; close(exited) }()
+		ctxc <- ctx
+		return nil
+	})
+	run(t, src)
+	ctx := <-ctxc
+	eventually(t, 5*time.Second, "acked", func() bool { return src.Stats().Acked == 1 })
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+		select {
+		case <-ctx.Done():
+		default:
+			t.Errorf("2 s after the handler returned: ctx.Err() = %v, Done not closed", ctx.Err())
+		}
+		t.Fatal("the goroutine waiting on the handler's ctx.Done() never woke")
+	}
+}
