@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestReviewMaxRequestBatchBelowCredit: a consumer whose MaxRequestBatch is
+// TestMaxRequestBatchBelowCredit: a consumer whose MaxRequestBatch is
 // below the Source's credit (pool bound plus window) must still be consumed.
-func TestReviewMaxRequestBatchBelowCredit(t *testing.T) {
+func TestMaxRequestBatchBelowCredit(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
@@ -37,9 +37,9 @@ func TestReviewMaxRequestBatchBelowCredit(t *testing.T) {
 	t.Fatalf("after 5 s: %v", src.Stats())
 }
 
-// TestReviewMaxRequestExpiresBelowPullExpiry: same with the consumer's
+// TestMaxRequestExpiresBelowPullExpiry: same with the consumer's
 // MaxRequestExpires below the Source's pull expiry (1 s by default).
-func TestReviewMaxRequestExpiresBelowPullExpiry(t *testing.T) {
+func TestMaxRequestExpiresBelowPullExpiry(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
@@ -63,13 +63,13 @@ func TestReviewMaxRequestExpiresBelowPullExpiry(t *testing.T) {
 	t.Fatalf("after 5 s: %v", src.Stats())
 }
 
-// TestReviewLastDeliveryNotTermedWhilePoolRuns: every delivery is the last
+// TestLastDeliveryNotTermedWhilePoolRuns: every delivery is the last
 // (MaxDeliver 1). A stop finds one message not yet submitted (the pool's
 // queue was full); the pool is alive and runs the others once a slot frees.
 // The README: "kept: ... It runs if the pool runs it; dead-lettered if the
 // pool stopped without running it". It must not be termed unrun while the
 // pool still runs.
-func TestReviewLastDeliveryNotTermedWhilePoolRuns(t *testing.T) {
+func TestLastDeliveryNotTermedWhilePoolRuns(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 1)
@@ -110,12 +110,12 @@ func TestReviewLastDeliveryNotTermedWhilePoolRuns(t *testing.T) {
 	}
 }
 
-// TestReviewHeartbeatPointNineKeepsTheLease: WithHeartbeat(0.9), which New
+// TestHeartbeatPointNineKeepsTheLease: WithHeartbeat(0.9), which New
 // accepts, renewed a lease 0.9 AckWait after the last, plus up to a tick
 // (renewAfter/4 = 0.225 AckWait below 400 ms AckWaits): the server's
 // AckWait often passes first and a second consumer gets a message whose
 // handler is still running and healthy.
-func TestReviewHeartbeatPointNineKeepsTheLease(t *testing.T) {
+func TestHeartbeatPointNineKeepsTheLease(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	const ackWait = 400 * time.Millisecond
@@ -141,13 +141,13 @@ func TestReviewHeartbeatPointNineKeepsTheLease(t *testing.T) {
 	}
 }
 
-// TestReviewHandlerContextDoneAfterReturn: after the handler returned, its
+// TestHandlerContextDoneAfterReturn: after the handler returned, its
 // context's Err is non-nil (the task's context ends with the task) while
 // its Done channel never closes (release stopped the watch): the
 // context.Context contract ("If Done is not yet closed, Err returns nil")
 // is broken, and a goroutine the handler left waiting on ctx.Done() (the
 // usual way to tie it to the task) leaks for ever.
-func TestReviewHandlerContextDoneAfterReturn(t *testing.T) {
+func TestHandlerContextDoneAfterReturn(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)

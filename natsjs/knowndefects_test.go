@@ -1,5 +1,7 @@
-//go:build review
+//go:build knowndefects
 
+// Tests of defects found and not yet fixed: each fails today. They run only
+// with -tags knowndefects; a fix moves its test out of this file.
 package natsjs_test
 
 import (
@@ -15,13 +17,13 @@ import (
 	"github.com/crew-go/crew/natsjs"
 )
 
-// TestReviewDeadLetterFailureAtServerLastDelivery: the consumer's MaxDeliver
+// TestDeadLetterFailureAtServerLastDelivery: the consumer's MaxDeliver
 // is 2; the dead-letter stream is out when the message's last delivery
 // fails, and back a moment later. The README promises "if the publish
 // fails, nak instead: never termed without its copy"; but a nak at the
 // server's last delivery is never redelivered, so the message must still end
 // in the dead-letter stream (or come back), not vanish.
-func TestReviewDeadLetterFailureAtServerLastDelivery(t *testing.T) {
+func TestDeadLetterFailureAtServerLastDelivery(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons := e.consumer(t, "jobs", "crewd", 2*time.Second, 2)
@@ -46,11 +48,11 @@ func TestReviewDeadLetterFailureAtServerLastDelivery(t *testing.T) {
 		src.Stats(), info.NumAckPending, info.NumRedelivered, info.NumPending)
 }
 
-// TestReviewShutdownFromItsOwnHandler: a handler that calls Shutdown on its
+// TestShutdownFromItsOwnHandler: a handler that calls Shutdown on its
 // own Source with its context waits for itself: the handler's context never
 // ends (its lease is renewed), so Shutdown, the pool's slot and Run are
 // stuck. The pool's own Shutdown detects the case (ErrCalledFromTask).
-func TestReviewShutdownFromItsOwnHandler(t *testing.T) {
+func TestShutdownFromItsOwnHandler(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons := e.consumer(t, "jobs", "crewd", 2*time.Second, -1)
@@ -83,7 +85,7 @@ func TestReviewShutdownFromItsOwnHandler(t *testing.T) {
 	}
 }
 
-// TestReviewLongHandlerBurnsWaitingAttempts: one slot; a healthy handler
+// TestLongHandlerBurnsWaitingAttempts: one slot; a healthy handler
 // runs 2.5 AckWaits (its lease renewed, as the README supports); meanwhile
 // the next message waits in the window. The stall rule (lease.go
 // handBackStalled) takes "no start for an AckWait" for a stuck pool and
@@ -91,7 +93,7 @@ func TestReviewShutdownFromItsOwnHandler(t *testing.T) {
 // MaxDeliver 3 a failing message then runs twice, not three times, before
 // it is dead-lettered (the retry the README's Watermill #645 line promises
 // is skipped).
-func TestReviewLongHandlerBurnsWaitingAttempts(t *testing.T) {
+func TestLongHandlerBurnsWaitingAttempts(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	const ackWait = time.Second
@@ -119,12 +121,12 @@ func TestReviewLongHandlerBurnsWaitingAttempts(t *testing.T) {
 	}
 }
 
-// TestReviewBlockedThenHoldsTheMessageForEver: what a handler left with
+// TestBlockedThenHoldsTheMessageForEver: what a handler left with
 // Then blocks, ignoring its context. The Source's Shutdown times out and
 // the pool stops hard; the message is still renewed, so no other consumer
 // gets it for as long as the process lives (a handler's message in the
 // same case is let go: renewals stop once the pool cancelled it).
-func TestReviewBlockedThenHoldsTheMessageForEver(t *testing.T) {
+func TestBlockedThenHoldsTheMessageForEver(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	const ackWait = time.Second
@@ -155,13 +157,13 @@ func TestReviewBlockedThenHoldsTheMessageForEver(t *testing.T) {
 	}
 }
 
-// TestReviewOutagesSpendWithMaxDeliverAttempts: consumer MaxDeliver -1 (as
+// TestOutagesSpendWithMaxDeliverAttempts: consumer MaxDeliver -1 (as
 // the Unavailable doc advises for outages that must cost no attempt) and
 // WithMaxDeliver(3). Two outages, then a real failure: settle.go says
 // Unavailable spends "no attempt of ours", yet the first real failure is
 // already "the last attempt" (attempt 3 >= 3) and is dead-lettered with no
 // retry.
-func TestReviewOutagesSpendWithMaxDeliverAttempts(t *testing.T) {
+func TestOutagesSpendWithMaxDeliverAttempts(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
