@@ -244,11 +244,18 @@ type Prepared struct {
 	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
 	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout, RunAt
-	// Request is the fingerprint of the spec as it was given, its RunAt or
-	// Delay as written: what a keyed submit compares, so that a request
-	// repeated later, its time nearer or passed, is the same request.
-	Request string
-	Run     func(ctx context.Context) (json.RawMessage, error)
+	Run         func(ctx context.Context) (json.RawMessage, error)
+	given       []byte // the spec as it was given, where Body is not (its time resolved)
+}
+
+// Request is the fingerprint of the spec as it was given, its RunAt or
+// Delay as written: what a keyed submit compares, so that a request
+// repeated later, its time nearer or passed, is the same request.
+func (p Prepared) Request() string {
+	if p.given != nil {
+		return Fingerprint(p.given)
+	}
+	return Fingerprint(p.Body)
 }
 
 // Prepare checks spec against its kind and against the largest timeout
@@ -289,7 +296,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	job := Prepared{Timeout: timeout, MaxAttempts: spec.MaxAttempts, Request: Fingerprint(given), Run: run}
+	job := Prepared{Timeout: timeout, MaxAttempts: spec.MaxAttempts, Run: run}
 	if job.MaxAttempts == 0 {
 		job.MaxAttempts = k.maxAttempts
 	}
@@ -300,22 +307,27 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	switch {
 	case runAt.IsZero():
 	case time.Since(runAt) > time.Second:
-		return Prepared{Request: job.Request}, pastError{&InvalidError{fmt.Sprintf(`"run_at" %s is in the past`, runAt.Format(time.RFC3339))}}
+		return Prepared{given: given}, pastError{&InvalidError{fmt.Sprintf(`"run_at" %s is in the past`, runAt.Format(time.RFC3339))}}
 	case time.Until(runAt) < time.Second:
 		runAt = time.Time{} // due now
+	}
+	job.RunAt = runAt
+	if spec.Delay == 0 && runAt.Equal(spec.RunAt) {
+		job.Body = given // no time to resolve: the spec travels as given
+		return job, nil
 	}
 	spec.RunAt, spec.Delay = runAt, 0
 	if job.Body, err = json.Marshal(spec); err != nil {
 		return Prepared{}, err
 	}
-	job.RunAt = runAt
+	job.given = given
 	return job, nil
 }
 
 // ErrRunAtPast is wrapped, beside an *InvalidError, by Prepare's refusal
-// of a RunAt in the past; the Prepared it returns then holds the request's
-// fingerprint, so that a keyed submit repeated after its job's time can
-// still answer that job.
+// of a RunAt in the past; the Prepared it returns then has the request's
+// fingerprint (Request), so that a keyed submit repeated after its job's
+// time can still answer that job.
 var ErrRunAtPast = errors.New("run_at in the past")
 
 type pastError struct{ *InvalidError }

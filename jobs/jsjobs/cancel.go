@@ -86,8 +86,7 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 
 // Close stops listing jobs (List and Counts then wait in vain) and
 // listening for cancels; the jobs running here can then be cancelled only
-// through their records.
-// A second Close does nothing.
+// through their records. A second Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
 		r.listing.Do(func() {}) // none starts after this

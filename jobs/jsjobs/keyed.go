@@ -56,7 +56,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := r.acceptable(job); err != nil {
 		return jobs.Record{}, false, err
 	}
-	mine := claim{ID: jobs.NewID(), Request: job.Request, Created: time.Now()}
+	mine := claim{ID: jobs.NewID(), Request: job.Request(), Created: time.Now()}
 	data, err := json.Marshal(mine)
 	if err != nil {
 		return jobs.Record{}, false, err
@@ -128,7 +128,7 @@ func (r *Runner) replay(ctx context.Context, ck string, job jobs.Prepared, refus
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, false, err
 	}
-	theirs, found, err := r.claimOf(ctx, ck, job.Request)
+	theirs, found, err := r.claimOf(ctx, ck, job.Request())
 	if err != nil || !found {
 		return jobs.Record{}, false, cmp.Or(err, refused)
 	}

@@ -17,7 +17,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err != nil {
 		return jobs.Record{}, false, err
 	}
-	kh, fp := jobs.KeyHash(key), job.Request
+	kh, fp := jobs.KeyHash(key), job.Request()
 	// One keyed submit at a time: the check and the submit are one step.
 	r.Store.keyMu.Lock()
 	defer r.Store.keyMu.Unlock()
