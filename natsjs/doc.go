@@ -24,11 +24,13 @@
 //     by attempt, when the handler fails or panics (WithBackoff); on the
 //     last attempt (the consumer's MaxDeliver, or WithMaxDeliver) publishes
 //     it to a dead-letter subject (WithDeadLetter) and terms it.
+//   - Runs it again with the same delivery, no attempt spent, when its
+//     handler reports an outage of what it needs (Unavailable).
 //   - Hands it back (nak without delay) when a stop finds it not started, or
 //     when the pool's hard stop cancelled it.
 //
-// Shutdown stops pulling and ends the pulls in flight, hands back every
-// message not yet started, then waits for the running handlers, which
+// Shutdown stops pulling and lets the pulls in flight run out, hands back
+// every message not yet started, then waits for the running handlers, which
 // finish, are cancelled or are handed back as the pool's own shutdown mode
 // decides.
 //

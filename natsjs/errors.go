@@ -19,6 +19,11 @@ var (
 	// errors.Is(ErrLeaseLost, context.Canceled) holds.
 	ErrLeaseLost = fmt.Errorf("natsjs: message lease lost: %w", context.Canceled)
 
+	// ErrCalledFromHandler is returned by Shutdown called with a handler's
+	// context, or one made from it: the stop has begun, but a handler
+	// cannot wait for its own end. Run returns once the handler has.
+	ErrCalledFromHandler = errors.New("natsjs: Shutdown called from a handler: the stop has begun; a handler cannot wait for itself")
+
 	// ErrRunning is returned by a second call to Run.
 	ErrRunning = errors.New("natsjs: Run already called")
 
@@ -29,14 +34,15 @@ var (
 
 // Unavailable marks err, returned by a handler, as an outage of something
 // the handler needs (a store that timed out, had no responders or no
-// leader), not a failure of the message: the Source hands the message back
-// after the unavailable delay (WithUnavailableDelay), with no backoff, and
-// never terms or dead-letters it for that; it counts it as Unavailable. The
-// server still counts the delivery: with a finite MaxDeliver on the
-// consumer, the message's last delivery cannot be handed back and is
-// dead-lettered instead, so a consumer whose outages must cost no attempt
-// has MaxDeliver -1 and its handler counts the attempts that matter.
-// Unavailable(nil) is nil.
+// leader), not a failure of the message: the Source runs the handler
+// again with the same delivery after the unavailable delay
+// (WithUnavailableDelay), with no backoff, renewing the message's lease
+// meanwhile, and counts it as Unavailable. The server's delivery count does
+// not move, so an outage spends no attempt, neither the consumer's
+// MaxDeliver nor WithMaxDeliver's, and never terms or dead-letters a
+// message, even at its last delivery; Msg.Runs tells the runs of one
+// delivery apart. A stop meanwhile hands the message back as one not
+// started. Unavailable(nil) is nil.
 func Unavailable(err error) error {
 	if err == nil {
 		return nil

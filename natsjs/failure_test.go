@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +201,47 @@ func TestDeadLetterFailureDoesNotTerm(t *testing.T) {
 	eventually(t, 20*time.Second, "a fourth attempt", func() bool { return src.Stats().Received >= 4 })
 	if st := src.Stats(); st.Termed != 0 || st.DeadLettered != 0 {
 		t.Fatalf("termed without a dead letter: %v", st)
+	}
+}
+
+// TestDeadLetterAtTheLastDeliveryWaitsForItsStream: the consumer's
+// MaxDeliver is 2 and the dead-letter stream is missing when the message's
+// last delivery fails. A nak then would leave it to no one (the server never
+// delivers it again), so the Source holds it and publishes the dead letter
+// again until the stream, back a moment later, stores it; then terms it.
+func TestDeadLetterAtTheLastDeliveryWaitsForItsStream(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 2*time.Second, 2)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	var calls atomic.Int32
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		calls.Add(1)
+		return errors.New("always fails")
+	}, natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond),
+		natsjs.WithUnavailableDelay(100*time.Millisecond),
+		natsjs.WithDeadLetter(e.js, "dead.jobs"))
+	run(t, src)
+	// The last run returned and its settlement (the failed publish) is
+	// done once the pool's worker is free again.
+	eventually(t, 10*time.Second, "the last delivery's failure settled", func() bool {
+		return calls.Load() == 2 && pool.Stats().Busy == 0
+	})
+	// Longer than AckWait: the held message's lease is renewed meanwhile.
+	time.Sleep(3 * time.Second)
+	if st := src.Stats(); st.InFlight != 1 || st.Termed != 0 || st.Naked != 1 {
+		t.Fatalf("the message is not held for its dead letter: %v", st)
+	}
+	e.stream(t, "dead", "dead.>") // the dead-letter stream is back
+	eventually(t, 10*time.Second, "dead-lettered and termed", func() bool {
+		st := src.Stats()
+		return st.DeadLettered == 1 && st.Termed == 1 && st.InFlight == 0
+	})
+	if n := streamMsgs(t, e.js, "dead"); n != 1 {
+		t.Fatalf("%d dead letters, want 1", n)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, want 2", n)
 	}
 }

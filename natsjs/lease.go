@@ -22,11 +22,14 @@ import (
 // with ErrLeaseLost.
 
 // handBackStalled hands back the messages that have waited a whole
-// AckWait while no handler of this Source started: the pool is stuck (its
-// workers taken by handlers that ignore their cancellation) or taken by
-// other work, and renewing would hold them for ever. Until a handler starts
-// again the Source pulls without a window, so that it does not take them
-// straight back.
+// AckWait while no handler of this Source started and none runs on the
+// pool with its lease held: the pool is stuck (its workers taken by
+// handlers that ignore their cancellation) or taken by other work, and
+// renewing would hold them for ever. A handback costs a delivery, so while
+// one of our handlers runs healthily, however long, the pool is busy, not
+// stuck, and the waiting messages are renewed instead. Until a handler
+// starts again the Source pulls without a window, so that it does not take
+// them straight back.
 func (s *Source) handBackStalled(now time.Time) {
 	if now.Sub(time.Unix(0, s.lastStart.Load())) < s.ackWait {
 		return
@@ -34,8 +37,16 @@ func (s *Source) handBackStalled(now time.Time) {
 	s.mu.Lock()
 	var back []*Msg
 	for m := s.head; m != nil; m = m.next {
-		if m.state.Load() == waiting && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
-			back = append(back, m)
+		switch m.state.Load() {
+		case waiting:
+			if now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
+				back = append(back, m)
+			}
+		case started:
+			if m.onPool() {
+				s.mu.Unlock()
+				return
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -48,12 +59,22 @@ func (s *Source) handBackStalled(now time.Time) {
 	}
 }
 
+// onPool reports whether m's handler runs on the pool with its lease held:
+// its task not ended, its context not cancelled. s.mu must be held.
+func (m *Msg) onPool() bool {
+	mc, task := m.ctx.Load(), m.task.Load()
+	return !m.lost && mc != nil && !mc.off && mc.Err() == nil && task != nil && !task.State().Terminal()
+}
+
 var errDisconnected = errors.New("natsjs: disconnected")
 
 // renewLeases renews every held message whose lease is due. Called by Run
 // only.
 func (s *Source) renewLeases(now time.Time) {
 	s.handBackStalled(now)
+	if s.gaveUp.Load() && s.pool.Stats().Closed {
+		s.letGo()
+	}
 	s.mu.Lock()
 	due := s.scratch[:0]
 	for m := s.head; m != nil; m = m.next {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +166,41 @@ func TestHandlerIgnoringItsContextDoesNotHoldTheMessage(t *testing.T) {
 			openRelease()
 			eventually(t, 10*time.Second, "a settles", func() bool { return a.Stats().InFlight == 0 })
 		})
+	}
+}
+
+// TestLongHandlerSpendsNoWaitingAttempt: one slot; a healthy handler runs
+// 2.5 AckWaits (its lease renewed) while the next message waits. The pool
+// is busy, not stuck: the waiting message is renewed, not handed back
+// (a hand-back costs a delivery), so with MaxDeliver 3 a failing message
+// still runs at attempts 1, 2 and 3 before it is termed.
+func TestLongHandlerSpendsNoWaitingAttempt(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, 3)
+	e.publish(t, "jobs.a", 2)
+	pool := newPool(t, 1)
+	var mu sync.Mutex
+	var attempts []int
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.StreamSeq() == 1 {
+			time.Sleep(5 * ackWait / 2)
+			return nil
+		}
+		mu.Lock()
+		attempts = append(attempts, m.Attempt())
+		mu.Unlock()
+		return errors.New("fails")
+	}, natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
+	run(t, src)
+	eventually(t, 20*time.Second, "the failing message termed", func() bool { return src.Stats().Termed == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(attempts) != "[1 2 3]" {
+		t.Fatalf("the failing message ran at attempts %v, want [1 2 3]; %v", attempts, src.Stats())
+	}
+	if st := src.Stats(); st.HandedBack != 0 || st.Acked != 1 {
+		t.Fatalf("stats: %v", st)
 	}
 }

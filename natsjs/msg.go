@@ -38,8 +38,10 @@ type Msg struct {
 	leased     time.Time // last delivery or renewal
 	lost       bool      // the lease could not be renewed for a whole AckWait
 
-	ctx  atomic.Pointer[msgContext] // the handler's, once started
-	task atomic.Pointer[crew.Task]  // its pool task, once submitted
+	ctx   atomic.Pointer[msgContext] // the handler's, once started
+	task  atomic.Pointer[crew.Task]  // its pool task, once submitted
+	runs  atomic.Int32               // handler calls on this delivery
+	again *time.Timer                // the next run after an outage (settle.go); guarded by src.mu
 }
 
 // Data returns the payload.
@@ -53,6 +55,11 @@ func (m *Msg) Header() nats.Header { return m.raw.Headers() }
 
 // Attempt returns the delivery count: 1 on the first delivery.
 func (m *Msg) Attempt() int { return m.attempt }
+
+// Runs returns how many times the handler was called with this delivery,
+// this call included: 1, or more once outages (Unavailable) had it run
+// again on the same delivery, an attempt not spent.
+func (m *Msg) Runs() int { return int(m.runs.Load()) }
 
 // StreamSeq returns the message's sequence number in its stream, the same
 // on every delivery: a natural key for an idempotent handler.
@@ -68,10 +75,24 @@ func (m *Msg) Raw() jetstream.Msg { return m.raw }
 type msgContext struct {
 	context.Context // the task's
 
+	src *Source // answers sourceKey, so that Shutdown knows a handler's context
+	off bool    // off the pool (what Then left, a dead letter published again): a stop that gives up ends it
+
 	mu   sync.Mutex
 	done chan struct{}
 	err  error
 	stop func() bool // stops the watch of the task's context
+}
+
+// sourceKey is the key under which a handler's context, and every context
+// made from it, holds its Source.
+type sourceKey struct{}
+
+func (c *msgContext) Value(key any) any {
+	if key == (sourceKey{}) {
+		return c.src
+	}
+	return c.Context.Value(key)
 }
 
 func (c *msgContext) Done() <-chan struct{} {

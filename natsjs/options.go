@@ -25,10 +25,10 @@ const (
 	DefaultPullExpiry = time.Second
 	// DefaultTaskName names the pool tasks that run messages.
 	DefaultTaskName = "natsjs"
-	// DefaultUnavailableDelay is the delay of the nak of a message whose
-	// handler reported an outage (Unavailable): short and fixed, since the
-	// message did not fail and an outage of a replicated store lasts the
-	// few seconds of a leader election.
+	// DefaultUnavailableDelay is how long a message whose handler
+	// reported an outage (Unavailable) waits before it runs again: short
+	// and fixed, since the message did not fail and an outage of a
+	// replicated store lasts the few seconds of a leader election.
 	DefaultUnavailableDelay = time.Second
 )
 
@@ -100,9 +100,9 @@ func WithBackoff(base, max time.Duration) Option {
 	})
 }
 
-// WithUnavailableDelay sets the delay of the nak of a message whose handler
-// returned an error made by Unavailable; it must be positive. The default is
-// DefaultUnavailableDelay.
+// WithUnavailableDelay sets how long a message whose handler returned an
+// error made by Unavailable waits before it runs again; it must be
+// positive. The default is DefaultUnavailableDelay.
 func WithUnavailableDelay(d time.Duration) Option {
 	return optionFunc(func(o *options) error {
 		if d <= 0 {
@@ -195,7 +195,8 @@ func WithTaskName(name string) Option {
 // WithPullExpiry sets how long one pull request waits on the server for
 // messages; it must be from 100 ms to 1 minute. A longer expiry costs fewer
 // idle requests, and a pull lost in a server restart goes unnoticed for
-// longer. The default is DefaultPullExpiry.
+// longer; a stop lets a pull run out for at most DefaultPullExpiry, then
+// cancels it. The default is DefaultPullExpiry.
 func WithPullExpiry(d time.Duration) Option {
 	return optionFunc(func(o *options) error {
 		if d < 100*time.Millisecond || d > time.Minute {

@@ -25,18 +25,24 @@ import (
 //     only sent while one is in flight when the credit reaches half the
 //     pool's bound plus the window: few requests under load, no request
 //     storm when slots free one at a time.
-//  3. Stop. A stop ends the pulls in flight first, then naks what waits
-//     (reclaim): a nak sent while one of our pulls still waited on the
-//     server would let the server hand the message straight back to us,
-//     at the cost of a delivery attempt each round. Shutdown then waits for
+//  3. Stop. A stop sends no more pulls and lets those in flight run out,
+//     then naks what waits (reclaim). Not cancelled: a pull the client
+//     cancels drops what the server has already sent it, and those
+//     messages wait out AckWait before anyone gets them; what a pull
+//     brings during the stop is held and handed back with the rest. Not
+//     naked before: a nak sent while one of our pulls still waited on the
+//     server would let the server hand the message straight back to us, at
+//     the cost of a delivery attempt each round. Shutdown then waits for
 //     every held message to be settled: it never returns with work still
-//     in flight. A message the server sent just
-//     before the end of a pull is dropped by the client and comes back after
-//     AckWait, the window any unsubscribe has. Each pull waits on the
-//     server for at most the pull expiry, which bounds how long a pull
-//     lost in a server restart goes unnoticed.
+//     in flight. Each pull waits on the server for at most the pull expiry,
+//     which bounds how long a pull lost in a server restart goes
+//     unnoticed; a stop waits for it at most maxPullWait, then cancels it.
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
+
+// maxPullWait bounds how long a stop lets a pull run out before it
+// cancels it (rule 3): the default pull expiry.
+const maxPullWait = DefaultPullExpiry
 
 // pullRetry is the pause after a failed pull: a server restart or a
 // reconnect is not hammered with requests.
@@ -170,10 +176,18 @@ func (s *Source) receive(jm jetstream.Msg) {
 	s.requested--
 	m.received, m.leased = now, now
 	s.link(m)
+	s.mu.Unlock()
+	s.submit(m)
+}
+
+// submit makes a waiting m a task on the pool, or leaves it waiting for
+// reclaim to hand back when the Source is stopping.
+func (s *Source) submit(m *Msg) {
+	s.mu.Lock()
 	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()
-	if stopping {
-		return // held, waiting: reclaim hands it back
+	if stopping || m.state.Load() != waiting {
+		return // reclaim hands it back, or it is settled
 	}
 	task, err := s.pool.Submit(ctx, m.run, crew.Named(s.o.taskName))
 	switch {

@@ -38,12 +38,13 @@ func (m *Msg) run(ctx context.Context) (err error) {
 	}
 	s.unstarted.Add(-1)
 	s.started.Add(1)
+	m.runs.Add(1)
 	s.lastStart.Store(time.Now().UnixNano())
 	if s.stalled.Load() {
 		s.stalled.Store(false)
 		s.signal()
 	}
-	mc := &msgContext{Context: ctx}
+	mc := &msgContext{Context: ctx, src: s}
 	m.ctx.Store(mc)
 
 	returned := false
@@ -81,7 +82,8 @@ func (s *Source) panicked(m *Msg, r any, who string) *crew.PanicError {
 	return pe
 }
 
-// settle acks, naks, hands back or terms a message whose handler returned.
+// settle acks, naks, hands back or terms a message whose handler returned,
+// or keeps it to run again after an outage.
 func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err error) {
 	if err == nil && s.o.doubleAck {
 		// The confirmation is awaited off the pool's slot, which the next
@@ -90,7 +92,12 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		go s.confirmAck(m)
 		return
 	}
-	defer s.release(m)
+	held := false // still held: released later by what holds it
+	defer func() {
+		if !held {
+			s.release(m)
+		}
+	}()
 	switch {
 	case err == nil:
 		if aerr := m.raw.Ack(); aerr != nil {
@@ -104,7 +111,7 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		s.logWarn("lease lost; not acked", m, err)
 	case errors.Is(taskCtx.Err(), context.Canceled) && s.lastDelivery(m):
 		// Handed back, it would never come again.
-		s.deadLetter(m, fmt.Errorf("natsjs: cancelled by the pool's hard stop at the message's last delivery: %w", err))
+		held = !s.deadLetter(m, fmt.Errorf("natsjs: cancelled by the pool's hard stop at the message's last delivery: %w", err))
 	case errors.Is(taskCtx.Err(), context.Canceled):
 		// The pool's hard stop cancelled it: not a failure of the message,
 		// so no backoff; hand it back now, once our own pulls have ended,
@@ -120,23 +127,32 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 			return
 		}
 		s.c.handedBack.Add(1)
-	case errors.Is(err, ErrUnavailable) && s.lastDelivery(m):
-		// Handed back, it would never come again: keep a copy instead.
-		s.deadLetter(m, fmt.Errorf("natsjs: unavailable at the message's last delivery: %w", err))
 	case errors.Is(err, ErrUnavailable):
-		// Not the message's failure: no backoff, and no attempt of ours
-		// spent on it (WithMaxDeliver counts the server's deliveries,
-		// which is why this case comes first).
-		if nerr := m.raw.NakWithDelay(s.o.unavailable); nerr != nil {
-			s.logWarn("hand back failed; the message will be redelivered after AckWait", m, nerr)
-			return
-		}
+		// Not the message's failure: it runs again here, on the same
+		// delivery, so that the outage spends no attempt, neither the
+		// server's (MaxDeliver) nor ours (WithMaxDeliver).
 		s.c.unavailable.Add(1)
+		held = true
+		s.runAgain(m)
 	case s.maxDeliver > 0 && m.attempt >= s.maxDeliver:
-		s.deadLetter(m, err)
+		held = !s.deadLetter(m, err)
 	default:
 		s.nakLater(m, err)
 	}
+}
+
+// runAgain makes m wait again, its lease renewed, and submits it to the
+// pool after the unavailable delay; a stop meanwhile hands it back as any
+// waiting message (reclaim).
+func (s *Source) runAgain(m *Msg) {
+	m.ctx.Store(nil)
+	m.task.Store(nil)
+	s.unstarted.Add(1)
+	s.mu.Lock()
+	m.received = time.Now() // for the stall rule, it waits from now
+	m.state.Store(waiting)
+	m.again = time.AfterFunc(s.o.unavailable, func() { s.submit(m) })
+	s.mu.Unlock()
 }
 
 // confirmAck acks m and waits for the server's confirmation (WithDoubleAck),
@@ -184,43 +200,108 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 	return d - half + rand.N(half+1)
 }
 
-// deadLetter publishes a message whose last attempt failed to the dead-letter
-// subject, then terms it. Only the attempt equal to MaxDeliver gets here, so
-// that retries are never skipped (Watermill #645: messages sent to the
-// poison queue before their retries were spent). When the publish fails the
-// message is naked instead: it is not termed without its copy.
-func (s *Source) deadLetter(m *Msg, cause error) {
+// deadLetter publishes a message whose last attempt failed to the
+// dead-letter subject, then terms it; it reports whether m is settled. Only
+// the attempt equal to MaxDeliver gets here, so that retries are never
+// skipped (a poison queue must not get a message before its retries are
+// spent). A message is never termed without its copy: when the publish
+// fails, a message the server will deliver again is naked; one at its
+// server's last delivery, which a nak would leave to no one, stays held
+// while the publish is tried again (deadLetterLater), and deadLetter
+// reports false.
+func (s *Source) deadLetter(m *Msg, cause error) bool {
 	reason := cause.Error()
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
 	}
-	if s.o.deadJS != nil {
-		dl := nats.NewMsg(s.o.deadSubject)
-		dl.Data = m.Data()
-		for k, v := range m.Header() {
-			if !strings.HasPrefix(k, "Nats-") {
-				dl.Header[k] = v
-			}
+	if s.o.deadJS == nil {
+		s.term(m, reason, cause)
+		return true
+	}
+	dl := nats.NewMsg(s.o.deadSubject)
+	dl.Data = m.Data()
+	for k, v := range m.Header() {
+		if !strings.HasPrefix(k, "Nats-") {
+			dl.Header[k] = v
 		}
-		dl.Header.Set(HeaderReason, reason)
-		dl.Header.Set(HeaderAttempts, strconv.Itoa(m.attempt))
-		dl.Header.Set(HeaderStream, s.stream)
-		dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(m.seq, 10))
-		dl.Header.Set(HeaderSubject, m.Subject())
-		dl.Header.Set(HeaderConsumer, s.consumer)
-		ctx, cancel := context.WithTimeout(context.Background(), min(s.ackWait, 10*time.Second))
-		_, err := s.o.deadJS.PublishMsg(ctx, dl)
-		cancel()
-		if err != nil {
+	}
+	dl.Header.Set(HeaderReason, reason)
+	dl.Header.Set(HeaderAttempts, strconv.Itoa(m.attempt))
+	dl.Header.Set(HeaderStream, s.stream)
+	dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(m.seq, 10))
+	dl.Header.Set(HeaderSubject, m.Subject())
+	dl.Header.Set(HeaderConsumer, s.consumer)
+	err := s.publishDead(context.Background(), dl)
+	switch {
+	case err == nil:
+		s.c.deadLettered.Add(1)
+		s.term(m, reason, cause)
+		return true
+	case !s.lastDelivery(m):
+		s.logDeadFailed("dead-letter publish failed; message naked, not termed", m, err)
+		s.nakLater(m, cause)
+		return true
+	}
+	s.logDeadFailed("dead-letter publish failed at the message's last delivery; held, and published again later", m, err)
+	dc := &msgContext{Context: context.Background(), src: s, off: true}
+	m.ctx.Store(dc)
+	s.mu.Lock()
+	lost := m.lost
+	s.mu.Unlock()
+	if lost {
+		dc.cancelWith(ErrLeaseLost)
+	}
+	go s.deadLetterLater(m, dc, dl, reason, cause)
+	return false
+}
+
+// deadLetterLater publishes dl again, after a delay that grows from the
+// unavailable delay to the backoff's maximum, until a stream stores it,
+// then terms m and releases it. m's lease is renewed meanwhile (dc is its
+// context); when dc ends (the lease lost, or a stop that gave up) it gives
+// up and lets m go: the server, past its last delivery, gives it to no one
+// (logged as an error).
+func (s *Source) deadLetterLater(m *Msg, dc *msgContext, dl *nats.Msg, reason string, cause error) {
+	defer s.release(m)
+	for try := 1; ; try++ {
+		t := time.NewTimer(backoff(s.o.unavailable, max(s.o.unavailable, s.o.backoffMax), try))
+		select {
+		case <-dc.Done():
+			t.Stop()
 			if s.o.logger != nil {
-				s.o.logger.Error("natsjs: dead-letter publish failed; message naked, not termed",
-					"stream_seq", m.seq, "attempt", m.attempt, "subject", s.o.deadSubject, "error", err)
+				s.o.logger.Error("natsjs: dead-letter publish given up; the server will not deliver the message again",
+					"stream", s.stream, "consumer", s.consumer, "stream_seq", m.seq, "attempt", m.attempt, "error", context.Cause(dc))
 			}
-			s.nakLater(m, cause)
+			return
+		case <-t.C:
+		}
+		err := s.publishDead(dc, dl)
+		if err == nil {
+			s.c.deadLettered.Add(1)
+			s.term(m, reason, cause)
 			return
 		}
-		s.c.deadLettered.Add(1)
+		s.logDeadFailed("dead-letter publish failed again", m, err)
 	}
+}
+
+// publishDead publishes a dead letter, waiting for its stream's answer at
+// most AckWait or 10 s.
+func (s *Source) publishDead(ctx context.Context, dl *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, min(s.ackWait, 10*time.Second))
+	defer cancel()
+	_, err := s.o.deadJS.PublishMsg(ctx, dl)
+	return err
+}
+
+func (s *Source) logDeadFailed(msg string, m *Msg, err error) {
+	if s.o.logger != nil {
+		s.o.logger.Error("natsjs: "+msg, "stream_seq", m.seq, "attempt", m.attempt, "subject", s.o.deadSubject, "error", err)
+	}
+}
+
+// term terms m after its last attempt.
+func (s *Source) term(m *Msg, reason string, cause error) {
 	if err := m.raw.TermWithReason(reason); err != nil {
 		s.logWarn("term failed", m, err)
 		return

@@ -3,6 +3,7 @@ package natsjs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -220,5 +221,48 @@ func TestStopKeepsMessagesAtTheirLastDelivery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShutdownFromItsOwnHandler: a handler that calls Shutdown on its own
+// Source with its context (here one made from it) cannot wait for its own
+// end: Shutdown begins the stop and returns ErrCalledFromHandler at once,
+// and Run returns once the handler has (its message acked).
+func TestShutdownFromItsOwnHandler(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 2*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 2)
+	var src *natsjs.Source
+	res := make(chan error, 1)
+	src = newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		// A bound of our own so that the test ends: 6 s, 3 AckWaits.
+		c, cancel := context.WithTimeout(ctx, 6*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := src.Shutdown(c)
+		if !errors.Is(err, natsjs.ErrCalledFromHandler) || time.Since(start) > time.Second {
+			res <- fmt.Errorf("Shutdown from the handler returned %v after %v", err, time.Since(start))
+		} else {
+			res <- nil
+		}
+		return nil
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	if err := <-res; err != nil {
+		t.Error(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if st := src.Stats(); st.Acked != 1 {
+		t.Fatalf("the handler's message not acked: %v", st)
 	}
 }

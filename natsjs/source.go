@@ -59,9 +59,10 @@ type Source struct {
 	wake      chan struct{}
 	done      chan struct{} // closed when Run returns
 	running   atomic.Bool
+	gaveUp    atomic.Bool // a Shutdown's context ended before the stop did
 	c         counters
 
-	fetchCtx    context.Context // ends the pulls in flight at once
+	fetchCtx    context.Context // ends the pulls in flight when Run returns
 	cancelFetch context.CancelFunc
 	pullsEnded  chan struct{} // closed once stopping with no pull in flight
 	endPulls    sync.Once
@@ -193,16 +194,25 @@ func (s *Source) Run(ctx context.Context) error {
 	return s.fatal
 }
 
-// Shutdown stops pulling, ends the pulls in flight, hands every message
+// Shutdown stops pulling, lets the pulls in flight run out (for at most
+// a second, then ends them), hands every message
 // not yet started back at once (nak without delay, so that another consumer
 // gets it now rather than after AckWait), and waits until every message
 // received is acked, naked or termed and Run has returned. Running handlers
 // finish, are cancelled or are handed back as the pool's own Shutdown mode
 // decides: call the pool's Shutdown after or beside it. When ctx ends
-// first, Shutdown returns ctx.Err() and the stop goes on. It is safe to
-// call more than once; before Run it makes Run return at once.
+// first, Shutdown returns ctx.Err() and the stop goes on; once the pool has
+// stopped too, what still runs off it for a message (what a handler left
+// with Then) is let go: its context ends with ErrLeaseLost and its lease is
+// renewed no more, so that it cannot hold the message for ever. Called
+// with a handler's context (or one made from it), Shutdown begins the stop
+// and returns ErrCalledFromHandler at once. It is safe to call more than
+// once; before Run it makes Run return at once.
 func (s *Source) Shutdown(ctx context.Context) error {
 	s.beginStop()
+	if ctx.Value(sourceKey{}) == s {
+		return ErrCalledFromHandler
+	}
 	if !s.running.Load() {
 		return nil
 	}
@@ -210,12 +220,30 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
+		s.gaveUp.Store(true)
 		return ctx.Err()
 	}
 }
 
-// beginStop stops pulling and ends the pulls in flight; Run's loop hands
-// back what waits once they have ended (see reclaim).
+// letGo ends the contexts of what runs off the pool for held messages,
+// which stops their renewals: a stop gave up on them and the pool stopped.
+// Called by Run only (renewLeases).
+func (s *Source) letGo() {
+	s.mu.Lock()
+	var off []*msgContext
+	for m := s.head; m != nil; m = m.next {
+		if mc := m.ctx.Load(); mc != nil && mc.off {
+			off = append(off, mc)
+		}
+	}
+	s.mu.Unlock()
+	for _, mc := range off {
+		mc.cancelWith(ErrLeaseLost)
+	}
+}
+
+// beginStop stops pulling; Run's loop hands back what waits once the
+// pulls in flight have run out (pull.go, rule 3; reclaim).
 func (s *Source) beginStop() {
 	s.mu.Lock()
 	if s.stopping {
@@ -228,9 +256,10 @@ func (s *Source) beginStop() {
 	}
 	ended := s.fetches == 0
 	s.mu.Unlock()
-	s.cancelFetch()
 	if ended {
 		s.endPulls.Do(func() { close(s.pullsEnded) })
+	} else {
+		time.AfterFunc(maxPullWait, s.cancelFetch)
 	}
 	s.signal()
 }
@@ -256,24 +285,24 @@ func (s *Source) reclaim() {
 			s.handBack(m, "stopping")
 			continue
 		}
-		task := m.task.Load()
-		if task != nil && !task.State().Terminal() {
+		if task := m.task.Load(); task != nil && !task.State().Terminal() {
 			continue // the pool may still run it
 		}
-		if task == nil {
-			t, err := s.pool.TrySubmit(m.run, crew.Named(s.o.taskName))
-			if err == nil {
-				m.task.Store(t)
-				continue
-			}
-			if errors.Is(err, crew.ErrQueueFull) {
-				continue // the pool runs: try again on the next round
-			}
+		// Not yet a task, waiting to run again after an outage, or
+		// dropped by the pool's stop: one more chance to run.
+		t, err := s.pool.TrySubmit(m.run, crew.Named(s.o.taskName))
+		if err == nil {
+			m.task.Store(t)
+			continue
+		}
+		if errors.Is(err, crew.ErrQueueFull) {
+			continue // the pool runs: try again on the next round
 		}
 		if m.state.CompareAndSwap(waiting, handedBack) {
 			s.unstarted.Add(-1)
-			s.deadLetter(m, errNotRunAtLastDelivery)
-			s.release(m)
+			if s.deadLetter(m, errNotRunAtLastDelivery) {
+				s.release(m)
+			}
 		}
 	}
 }
@@ -316,6 +345,10 @@ func (s *Source) release(m *Msg) {
 		m.next.prev = m.prev
 	}
 	m.prev, m.next = nil, nil
+	if m.again != nil {
+		m.again.Stop()
+		m.again = nil
+	}
 	s.held--
 	// Wake Run only when a pull may follow: none in flight, enough slots
 	// freed since its last decision to reach the threshold, or a stop to

@@ -7,8 +7,7 @@ import (
 
 // Stats is a snapshot of a Source's counts. The counts only grow. Every
 // received message ends in exactly one of Acked, Naked, Termed, HandedBack,
-// Unavailable, LeasesLost, or an ack that failed (logged), or is still
-// InFlight.
+// LeasesLost, or an ack that failed (logged), or is still InFlight.
 type Stats struct {
 	// Received counts messages delivered to the Source; Redelivered those of
 	// them delivered before (attempt > 1).
@@ -24,8 +23,8 @@ type Stats struct {
 	// HandedBack counts messages naked without delay, not started (a stop)
 	// or cancelled by the pool's hard stop: another consumer gets them now.
 	HandedBack uint64
-	// Unavailable counts messages handed back after the unavailable delay
-	// because their handler reported an outage (Unavailable).
+	// Unavailable counts the runs whose handler reported an outage
+	// (Unavailable): each message ran again after the unavailable delay.
 	Unavailable uint64
 	// Heartbeats counts lease renewals (InProgress) sent.
 	Heartbeats uint64

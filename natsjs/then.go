@@ -12,12 +12,15 @@ import (
 // returns as it would on a handler's return (nil acks it, an error naks it,
 // Unavailable and RetryAfter as a handler's). Until then the message is held
 // as a running one: its lease is renewed, fn's context ends with
-// ErrLeaseLost when the lease is lost, and Shutdown waits for it.
+// ErrLeaseLost when the lease is lost, and Shutdown waits for it; once a
+// Shutdown's context ended first and the pool has stopped too, it is let
+// go (fn's context ends with ErrLeaseLost, its lease is renewed no more),
+// so that an fn ignoring its context cannot hold the message for ever.
 //
 // fn's context has the values of the context the Source gave the handler
 // (not those the handler or a middleware added: fn's closure keeps what it
 // needs), but not its end: a hard stop of the pool or the task's own
-// timeout do not end it, a lost lease does. At most as many fns run off
+// timeout do not end it; a lost lease and a stop given up do. At most as many fns run off
 // the pool at once as the pool's bound; beyond that, fn runs in the
 // handler's task with the handler's context, holding its slot, so that what
 // runs off the pool stays within the pool's bound and a Source whose fns
@@ -64,7 +67,7 @@ func (s *Source) then(m *Msg, mc *msgContext, err error) (off bool, _ error) {
 	// a lease lost before, while renewals still saw the handler's
 	// context, is read from m.lost (set under s.mu before that context
 	// was cancelled).
-	ac := &msgContext{Context: context.WithoutCancel(mc.Context)}
+	ac := &msgContext{Context: context.WithoutCancel(mc.Context), src: s, off: true}
 	m.ctx.Store(ac)
 	s.mu.Lock()
 	lost := m.lost

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/natsjs"
 )
 
@@ -159,5 +161,56 @@ func TestThenOfNil(t *testing.T) {
 	}
 	if fn, ok := natsjs.ThenFunc(natsjs.Then(func(context.Context) error { return nil })); !ok || fn == nil {
 		t.Fatal("ThenFunc of Then's error")
+	}
+}
+
+// TestShutdownLetsGoOfABlockedThen: what a handler left with Then blocks,
+// ignoring its context. The Source's Shutdown reaches its deadline and the
+// pool stops hard; from then on the message's lease is renewed no more, so
+// another consumer gets it after AckWait, and the fn's context has ended
+// with ErrLeaseLost. (A handler's message in the same case is let go once
+// the pool cancelled it.)
+func TestShutdownLetsGoOfABlockedThen(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	const ackWait = time.Second
+	cons := e.consumer(t, "jobs", "crewd", ackWait, -1)
+	e.publish(t, "jobs.a", 1)
+	pool, err := crew.New(crew.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	var started atomic.Bool
+	cause := make(chan error, 1)
+	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		return natsjs.Then(func(ctx context.Context) error {
+			started.Store(true)
+			<-block
+			cause <- context.Cause(ctx)
+			return nil
+		})
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(context.Background()) }()
+	eventually(t, 5*time.Second, "fn started", started.Load)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := a.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v, want its deadline", err)
+	}
+	_ = pool.Shutdown(ctx, crew.Hard)
+	var got atomic.Int32
+	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error { got.Add(1); return nil })
+	run(t, b)
+	eventually(t, 4*ackWait, "the message given to another consumer", func() bool { return got.Load() == 1 })
+	close(block)
+	if err := <-cause; !errors.Is(err, natsjs.ErrLeaseLost) {
+		t.Fatalf("fn's context ended with %v, want ErrLeaseLost", err)
+	}
+	select {
+	case <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return once fn had")
 	}
 }

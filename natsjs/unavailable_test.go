@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,12 +14,12 @@ import (
 
 var errStoreDown = errors.New("record store: no responders")
 
-// TestUnavailableIsHandedBackNotFailed: a handler that reports an outage
-// (natsjs.Unavailable) four times, past WithMaxDeliver's two attempts and
-// with a dead-letter subject set, is handed back each time after the short
-// fixed delay, never naked with backoff nor termed, and is acked when the
-// outage ends.
-func TestUnavailableIsHandedBackNotFailed(t *testing.T) {
+// TestUnavailableRunsAgainOnTheSameDelivery: a handler that reports an
+// outage (natsjs.Unavailable) four times, with WithMaxDeliver's two
+// attempts and a dead-letter subject set, runs again after the short fixed
+// delay each time on the same delivery (attempt 1, runs 1 to 5), never
+// naked with backoff nor termed, and is acked when the outage ends.
+func TestUnavailableRunsAgainOnTheSameDelivery(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	e.stream(t, "dead", "dead.>")
@@ -26,45 +27,78 @@ func TestUnavailableIsHandedBackNotFailed(t *testing.T) {
 	e.publish(t, "jobs.a", 1)
 	pool := newPool(t, 2)
 	var mu sync.Mutex
-	var attempts []int
+	var runs []string
 	var at []time.Time
 	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
 		mu.Lock()
-		attempts = append(attempts, m.Attempt())
+		runs = append(runs, fmt.Sprintf("%d/%d", m.Attempt(), m.Runs()))
 		at = append(at, time.Now())
 		mu.Unlock()
-		if m.Attempt() <= 4 {
+		if m.Runs() <= 4 {
 			return natsjs.Unavailable(fmt.Errorf("load record: %w", errStoreDown))
 		}
 		return nil
 	}, natsjs.WithMaxDeliver(2), natsjs.WithDeadLetter(e.js, "dead.jobs"),
 		natsjs.WithBackoff(5*time.Second, time.Minute), natsjs.WithUnavailableDelay(50*time.Millisecond))
 	run(t, src)
-	// With the backoff of a failure the second attempt alone would wait
-	// 2.5 s or more; four hand-backs at 50 ms take well under that.
+	// With the backoff of a failure the second run alone would wait 2.5 s
+	// or more; four outages of 50 ms take well under that.
 	eventually(t, 10*time.Second, "acked once the outage ended", func() bool { return src.Stats().Acked == 1 })
 	st := src.Stats()
-	if st.Unavailable != 4 || st.Naked != 0 || st.Termed != 0 || st.DeadLettered != 0 {
-		t.Fatalf("want 4 hand-backs for the outage and no failure: %v", st)
+	if st.Unavailable != 4 || st.Naked != 0 || st.Termed != 0 || st.DeadLettered != 0 || st.Received != 1 {
+		t.Fatalf("want one delivery, 4 outages and no failure: %v", st)
 	}
 	if n := streamMsgs(t, e.js, "dead"); n != 0 {
 		t.Fatalf("%d dead letters for an outage", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if fmt.Sprint(attempts) != "[1 2 3 4 5]" {
-		t.Fatalf("attempts %v, want [1 2 3 4 5]", attempts)
+	if fmt.Sprint(runs) != "[1/1 1/2 1/3 1/4 1/5]" {
+		t.Fatalf("attempt/run %v, want [1/1 1/2 1/3 1/4 1/5]", runs)
 	}
 	if total := at[4].Sub(at[0]); total >= 2500*time.Millisecond {
-		t.Fatalf("five deliveries took %v: the hand-backs waited a failure's backoff", total)
+		t.Fatalf("five runs took %v: the outages waited a failure's backoff", total)
 	}
 }
 
-// TestUnavailableAtTheLastDeliveryIsKept: with a finite MaxDeliver on the
-// consumer the server never delivers a message again after its last
-// delivery, so an outage then cannot be handed back: the message goes to
-// the dead-letter subject rather than nowhere.
-func TestUnavailableAtTheLastDeliveryIsKept(t *testing.T) {
+// TestOutagesSpendNoAttempt: consumer MaxDeliver -1 and WithMaxDeliver(3).
+// Two outages, then real failures: the outages spend none of the three
+// attempts, so the message fails three times (attempts 1, 2, 3) before it is
+// termed.
+func TestOutagesSpendNoAttempt(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	pool := newPool(t, 1)
+	var mu sync.Mutex
+	var failures []int
+	var calls int
+	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls <= 2 {
+			return natsjs.Unavailable(errors.New("store down"))
+		}
+		failures = append(failures, m.Attempt())
+		return errors.New("real failure")
+	}, natsjs.WithMaxDeliver(3), natsjs.WithUnavailableDelay(10*time.Millisecond),
+		natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
+	run(t, src)
+	eventually(t, 10*time.Second, "termed", func() bool { return src.Stats().Termed == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(failures) != "[1 2 3]" {
+		t.Fatalf("failed at attempts %v (want [1 2 3]) after 2 outages: %v", failures, src.Stats())
+	}
+}
+
+// TestUnavailableAtTheLastDeliveryRunsAgain: with a finite MaxDeliver on
+// the consumer the server never delivers a message again after its last
+// delivery; an outage then spends nothing either: the message runs again on
+// that delivery until the outage ends, and is acked, not dead-lettered.
+func TestUnavailableAtTheLastDeliveryRunsAgain(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
 	e.stream(t, "dead", "dead.>")
@@ -72,12 +106,52 @@ func TestUnavailableAtTheLastDeliveryIsKept(t *testing.T) {
 	e.publish(t, "jobs.a", 1)
 	pool := newPool(t, 1)
 	src := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
-		return natsjs.Unavailable(errStoreDown)
-	}, natsjs.WithDeadLetter(e.js, "dead.jobs"), natsjs.WithUnavailableDelay(10*time.Millisecond))
+		switch {
+		case m.Attempt() == 1:
+			return errors.New("a real failure first")
+		case m.Runs() <= 3:
+			return natsjs.Unavailable(errStoreDown)
+		}
+		return nil
+	}, natsjs.WithDeadLetter(e.js, "dead.jobs"), natsjs.WithUnavailableDelay(10*time.Millisecond),
+		natsjs.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
 	run(t, src)
-	eventually(t, 10*time.Second, "dead-lettered at the last delivery", func() bool { return src.Stats().DeadLettered == 1 })
-	if st := src.Stats(); st.Unavailable != 1 || st.Naked != 0 {
+	eventually(t, 10*time.Second, "acked at the last delivery", func() bool { return src.Stats().Acked == 1 })
+	if st := src.Stats(); st.Unavailable != 3 || st.Naked != 1 || st.DeadLettered != 0 || st.Termed != 0 {
 		t.Fatalf("stats: %v", st)
+	}
+}
+
+// TestStopDuringAnOutageHandsBack: a message waiting out an outage's delay
+// (an hour) is handed back at once by a stop, as one not started: Shutdown
+// does not wait the delay, and another consumer runs it.
+func TestStopDuringAnOutageHandsBack(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	a := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		return natsjs.Unavailable(errStoreDown)
+	}, natsjs.WithUnavailableDelay(time.Hour))
+	run(t, a)
+	eventually(t, 10*time.Second, "the outage reported", func() bool { return a.Stats().Unavailable == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if st := a.Stats(); st.HandedBack != 1 || st.InFlight != 0 {
+		t.Fatalf("stats: %v", st)
+	}
+	var attempt atomic.Int32
+	b := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		attempt.Store(int32(m.Attempt()))
+		return nil
+	})
+	run(t, b)
+	eventually(t, 10*time.Second, "b runs it", func() bool { return b.Stats().Acked == 1 })
+	if n := attempt.Load(); n != 2 {
+		t.Fatalf("b saw attempt %d, want 2", n)
 	}
 }
 

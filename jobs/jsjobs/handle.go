@@ -34,15 +34,16 @@ var errTimedOut = errors.New("job timed out")
 // and acked; one that asks for jobs.Snooze runs again after its wait with
 // no attempt counted; one interrupted runs again. At most the job's max
 // attempts runs are started. An outage of the store is not the
-// job's failure: a job whose start cannot be recorded is handed back
-// (natsjs.Unavailable) with no attempt counted; after its run, the record
+// job's failure: a job whose start cannot be recorded runs again after a
+// moment on the same delivery (natsjs.Unavailable), with no attempt counted; after its run, the record
 // of its end is written again while the job's lease holds, rather than run
 // the job again. Every write of the record is stored before Handle returns,
 // so before the message is acked away: Get finds a job that ends while it
 // reads by that order (find).
 //
-// A job's first delivery starts its run at once, reads the record meanwhile
-// (mark, off the run's slot) and writes nothing before the run's end: the
+// A job's first delivery, on its first run, starts its run at once, reads
+// the record meanwhile (mark, off the run's slot) and writes nothing before
+// the run's end: the
 // job is accepted, run and ended in three replicated writes (its message,
 // its end, its ack), and Get tells it running from the consumer's state.
 // Should the record say the job must not run (a duplicate of one ended) or
@@ -58,7 +59,7 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	if md, err := m.Raw().Metadata(); err == nil {
 		published = md.Timestamp
 	}
-	d := delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt()}
+	d := delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt(), again: m.Runs() > 1}
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
 	d.retries, _ = strconv.Atoi(m.Raw().Headers().Get(headerRetries))
 	return r.handle(ctx, d)
@@ -70,6 +71,7 @@ type delivery struct {
 	data      []byte
 	published time.Time
 	attempt   int    // the server's delivery count, 1 for the first (0: not known)
+	again     bool   // run again on the same delivery after an outage (natsjs.Unavailable)
 	retryOf   uint64 // a Retry's message: the revision of the ended record it retries
 	retries   int    // a Retry's message: the record's Retries once that Retry is recorded (0: not known)
 	spec      *jobs.Spec
@@ -115,7 +117,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	defer done()
 	// A Retry's message runs a job that has a record, which may say it
 	// must not run (canceled since): it is read first.
-	if d.attempt == 1 && bad == "" && d.retryOf == 0 {
+	if d.attempt == 1 && !d.again && bad == "" && d.retryOf == 0 {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {
@@ -164,7 +166,7 @@ type marking struct {
 // writes nothing before its end):
 // unless it already ended (acked, not run), the spec is bad (says why)
 // or its runs were all interrupted as often as allowed (failed, acked), or
-// the store cannot be reached (handed back, no attempt counted). The write
+// the store cannot be reached (run again later, no attempt counted). The write
 // is made only over the record read, so a run of the same job elsewhere
 // (a redelivery after a lost lease) that ended meanwhile is not undone; a
 // write refused is decided again on the record the leader holds since.
@@ -386,8 +388,8 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 // store is out, the write is tried again, the job's lease kept, until it
 // succeeds or ctx ends (a hard stop, the lease lost): an outage of a few
 // seconds (a leader elected again) costs the job no second run. Past that,
-// the job is handed back (natsjs.Unavailable), with no attempt counted for
-// the outage.
+// the job runs again after a moment on the same delivery
+// (natsjs.Unavailable), with no attempt counted for the outage.
 func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {

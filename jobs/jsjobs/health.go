@@ -60,7 +60,7 @@ func (h *storeHealth) markDown(err error) {
 	}
 	h.since = time.Now()
 	if h.log != nil {
-		h.log.Warn("job store unavailable: jobs are handed back without costing an attempt, submits and reads answer 503, /readyz fails",
+		h.log.Warn("job store unavailable: jobs run again a moment later without costing an attempt, submits and reads answer 503, /readyz fails",
 			"error", err)
 	}
 }
@@ -154,14 +154,14 @@ func (r *Runner) StoreDown() (time.Time, error) {
 	return r.health.since, r.health.err
 }
 
-// StoreHandBacks counts the jobs handed back, without costing an attempt,
+// StoreHandBacks counts the runs of jobs put off, without costing an attempt,
 // because the store could not be reached.
 func (r *Runner) StoreHandBacks() uint64 { return r.health.handbacks.Load() }
 
 // unavailable classifies an error of the store met while running a job:
-// an outage (ErrUnavailable) marks the store down and makes the Source hand
-// the job back without counting an attempt; anything else is returned as
-// it is.
+// an outage (ErrUnavailable) marks the store down and makes the Source run
+// the job again a moment later, on the same delivery, without counting an
+// attempt; anything else is returned as it is.
 func (r *Runner) unavailable(err error) error {
 	if !errors.Is(err, jobs.ErrUnavailable) {
 		return err

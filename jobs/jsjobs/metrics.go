@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Collector exports the store's availability as Ready sees it, the jobs
-// handed back for an outage (natsjs_messages_total{outcome="unavailable"}
+// Collector exports the store's availability as Ready sees it, the runs of
+// jobs put off for an outage (natsjs_messages_total{outcome="unavailable"}
 // counts them too, by stream), and the jobs' run times.
 func (r *Runner) Collector() prometheus.Collector { return storeCollector{r} }
 
@@ -19,7 +19,7 @@ var (
 	storeUpDesc = prometheus.NewDesc("crewd_job_store_up",
 		"1 while the job store (the jobs' stream and the records' bucket) answers this replica, 0 during an outage.", nil, nil)
 	storeHandBacksDesc = prometheus.NewDesc("crewd_job_store_unavailable_total",
-		"Jobs handed back without costing an attempt because the job store could not be reached.", nil, nil)
+		"Runs of jobs put off, without costing an attempt, because the job store could not be reached: each job runs again a moment later.", nil, nil)
 )
 
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -79,7 +79,7 @@ func NewCollector(src *natsjs.Source, opts ...Option) (*Collector, error) {
 	}
 	c.received = desc("messages_received_total", "Messages delivered to the Source.")
 	c.redelivered = desc("messages_redelivered_total", "Messages delivered to the Source that had been delivered before.")
-	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (handed back after a short delay: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
+	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (run again after a short delay on the same delivery: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
 	c.deadLetters = desc("dead_letters_total", "Messages published to the dead-letter subject.")
 	c.heartbeats = desc("heartbeats_total", "Lease renewals (InProgress) sent.")
 	c.held = desc("messages_held", "Messages held now, by state: waiting (not started) or running (started: its handler running, or its ack awaiting the server's confirmation).", "state")

@@ -60,7 +60,7 @@ natsjs_messages_received_total{consumer="crewd",stream="jobs"} 0
 		t.Fatal(err)
 	}
 	want = `
-# HELP natsjs_messages_total Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (handed back after a short delay: the handler reported an outage of what it needs, not a failure), lease_lost.
+# HELP natsjs_messages_total Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (run again after a short delay on the same delivery: the handler reported an outage of what it needs, not a failure), lease_lost.
 # TYPE natsjs_messages_total counter
 natsjs_messages_total{consumer="crewd",outcome="acked",stream="jobs"} 5
 natsjs_messages_total{consumer="crewd",outcome="handed_back",stream="jobs"} 0
