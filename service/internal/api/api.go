@@ -276,8 +276,13 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 		return spec, err
 	}
 	if raw, ok := body["max_attempts"]; ok {
-		if err := json.Unmarshal(raw, &spec.MaxAttempts); err != nil {
+		// A spec's 0 leaves the bound to the kind or the runner; in the API
+		// that is the field left out, so a value given must be a bound.
+		if string(raw) == "null" || json.Unmarshal(raw, &spec.MaxAttempts) != nil {
 			return spec, fmt.Errorf(`"max_attempts": want %s, got %.40s`, jobFields.want["max_attempts"], raw)
+		}
+		if spec.MaxAttempts < 1 || spec.MaxAttempts > jobs.MaxMaxAttempts {
+			return spec, fmt.Errorf(`"max_attempts" %d: want 1 to %d`, spec.MaxAttempts, jobs.MaxMaxAttempts)
 		}
 		delete(body, "max_attempts")
 	}
@@ -584,7 +589,7 @@ var (
 		want: map[string]string{
 			"kind":         "a string: sleep or factorial",
 			"timeout":      `a duration as a string such as "2s"`,
-			"max_attempts": "an integer from 1 to 1000",
+			"max_attempts": fmt.Sprintf("an integer from 1 to %d", jobs.MaxMaxAttempts),
 			"run_at":       `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
 			"delay":        `a duration as a string such as "10m"`,
 		},

@@ -186,6 +186,9 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		{"run_at and delay", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","delay":"5s","run_at":"2030-01-01T00:00:00Z"}`, 400, `give one or the other`},
 		{"delay in memory", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","delay":"5s"}`, 400, `needs the JetStream store`},
 		{"max_attempts too many", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":5000}`, 400, `"max_attempts" 5000: want 1 to 1000`},
+		{"max_attempts zero", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":0}`, 400, `"max_attempts" 0: want 1 to 1000`},
+		{"max_attempts negative", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":-1}`, 400, `"max_attempts" -1: want 1 to 1000`},
+		{"max_attempts null", "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts": null }`, 400, `"max_attempts": want an integer from 1 to 1000, got null`},
 		{"n as string", "POST", "/v1/jobs", `{"kind":"factorial","n":"5"}`, 400, `factorial job: "n": want an integer, got a JSON string`},
 		{"unknown job field", "POST", "/v1/jobs", `{"kind":"factorial","n":5,"x":1}`, 400, `factorial job: unknown field "x"`},
 		{"factorial without n", "POST", "/v1/jobs", `{"kind":"factorial"}`, 400, `"n" from 0 to 20`},
@@ -202,6 +205,15 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 				t.Fatal("405 without Allow")
 			}
 		})
+	}
+	// A "max_attempts" given is the job's bound, 1 to 1000: the answer
+	// says only that, not the library's reading of 0 as the kind's default,
+	// which the API does not offer.
+	for _, n := range []string{"0", "-1", "5000"} {
+		a := f.do(t, "POST", "/v1/jobs", `{"kind":"sleep","duration":"1s","max_attempts":`+n+`}`)
+		if want := `"max_attempts" ` + n + `: want 1 to 1000`; a.code != 400 || a.body["error"] != want {
+			t.Errorf("max_attempts %s: %d %q, want 400 %q", n, a.code, a.body["error"], want)
+		}
 	}
 }
 
