@@ -61,6 +61,8 @@ func TestPrepareNamesTheFieldAtFault(t *testing.T) {
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2,"after":"soon"}`)}, `"after": parsing time "soon"`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`[1]`)}, `want a JSON object`},
 		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2}`), Timeout: jobs.Duration(time.Hour)}, `timeout 1h0m0s: want more than 0 and at most 1m0s`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2}`), MaxAttempts: -1}, `"max_attempts" -1: want 1 to 1000`},
+		{jobs.Spec{Kind: "resize", Args: json.RawMessage(`{"width":2}`), MaxAttempts: 1001}, `"max_attempts" 1001: want 1 to 1000`},
 	} {
 		_, err := ks.Prepare(c.spec, time.Second, time.Minute)
 		var invalid *jobs.InvalidError
@@ -111,7 +113,8 @@ type ptrKind struct{ n int }
 func (p *ptrKind) Kind() string { _ = p.n; return "ptr" }
 
 // TestRegisterRefuses: a bad name, a kind twice, a nil function, a kind
-// whose name cannot be read off its zero value.
+// whose name cannot be read off its zero value, a bound of attempts
+// negative or over MaxMaxAttempts.
 func TestRegisterRefuses(t *testing.T) {
 	ks := kinds(t)
 	if err := jobs.Register(ks, func(context.Context, resize) (int, error) { return 0, nil }); err == nil {
@@ -125,6 +128,12 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 	if err := jobs.Register(ks, func(context.Context, *ptrKind) (int, error) { return 0, nil }); err == nil {
 		t.Error("a pointer kind whose Kind reads its receiver")
+	}
+	var fresh jobs.Kinds
+	for _, n := range []int{-1, jobs.MaxMaxAttempts + 1} {
+		if err := jobs.Register(&fresh, func(context.Context, resize) (int, error) { return 0, nil }, jobs.WithMaxAttempts(n)); err == nil || !strings.Contains(err.Error(), "want 1 to 1000") {
+			t.Errorf("WithMaxAttempts(%d): %v, want a refusal saying 1 to 1000", n, err)
+		}
 	}
 }
 
