@@ -519,7 +519,6 @@ func TestIdempotentRetryInMemory(t *testing.T) {
 // opened during the shutdown delay that sends its request just after the
 // listener closed is answered.
 func TestFreshConnectionsAtTheStop(t *testing.T) {
-	const resetsAllowed = 2
 	c := start(t, "-nats-url", "off", "-workers", "2", "-shutdown-delay", "300ms", "-shutdown-timeout", "10s")
 	var (
 		wg                         sync.WaitGroup
