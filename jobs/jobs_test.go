@@ -130,7 +130,7 @@ func TestRegisterRefuses(t *testing.T) {
 		t.Error("a pointer kind whose Kind reads its receiver")
 	}
 	var fresh jobs.Kinds
-	for _, n := range []int{-1, jobs.MaxMaxAttempts + 1} {
+	for _, n := range []int{-1, 0, jobs.MaxMaxAttempts + 1} {
 		if err := jobs.Register(&fresh, func(context.Context, resize) (int, error) { return 0, nil }, jobs.WithMaxAttempts(n)); err == nil || !strings.Contains(err.Error(), "want 1 to 1000") {
 			t.Errorf("WithMaxAttempts(%d): %v, want a refusal saying 1 to 1000", n, err)
 		}

@@ -40,7 +40,8 @@ type Kinds struct {
 // a job's arguments and returns what runs it.
 type kind struct {
 	prepare     func(args json.RawMessage) (normal json.RawMessage, run func(context.Context) (json.RawMessage, error), err error)
-	maxAttempts int // 0: the spec's or the runner's
+	maxAttempts int  // 0: the spec's or the runner's
+	boundSet    bool // WithMaxAttempts given: its n must be a bound
 }
 
 // KindOption configures a kind at Register. Make one with WithMaxAttempts.
@@ -53,7 +54,7 @@ func (f kindOption) apply(k *kind) { f(k) }
 // WithMaxAttempts bounds the runs of the kind's jobs, retries included,
 // unless a job's spec says otherwise; n from 1 to MaxMaxAttempts.
 func WithMaxAttempts(n int) KindOption {
-	return kindOption(func(k *kind) { k.maxAttempts = n })
+	return kindOption(func(k *kind) { k.maxAttempts, k.boundSet = n, true })
 }
 
 // MaxKindLen bounds a kind's name, which becomes a metric label and part
@@ -75,7 +76,7 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 	for _, o := range opts {
 		o.apply(&k)
 	}
-	if k.maxAttempts < 0 || k.maxAttempts > MaxMaxAttempts {
+	if k.boundSet && (k.maxAttempts < 1 || k.maxAttempts > MaxMaxAttempts) {
 		return fmt.Errorf("jobs: Register: max attempts %d: want 1 to %d", k.maxAttempts, MaxMaxAttempts)
 	}
 	var zero A
