@@ -86,7 +86,9 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 
 // Close stops listing jobs (List and Counts then wait in vain) and
 // listening for cancels; the jobs running here can then be cancelled only
-// through their records. A second Close does nothing.
+// through their records, and drops the ends of runs not yet written
+// after their lease was lost (late.go): those jobs run again. A second
+// Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
 		r.listing.Do(func() {}) // none starts after this
@@ -96,6 +98,7 @@ func (r *Runner) Close() error {
 		if r.running.sub != nil {
 			r.closeErr = r.running.sub.Unsubscribe()
 		}
+		r.closeLate()
 	})
 	return r.closeErr
 }

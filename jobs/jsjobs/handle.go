@@ -94,6 +94,21 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}
+	if e, ok := r.takeLate(id); ok {
+		// Its last run ended here and the end waits to be written: the
+		// delivery writes it rather than run the job again.
+		return natsjs.Then(func(ctx context.Context) error {
+			err := r.keep(ctx, e.rev, e.rec)
+			switch {
+			case err == nil:
+				r.countEnd(e.rec.State)
+				r.counts.late.Add(1)
+			case ctx.Err() != nil && errors.Is(err, jobs.ErrUnavailable):
+				r.keepLate(e.rec, e.rev)
+			}
+			return r.gaveWay(err)
+		})
+	}
 	var spec jobs.Spec
 	var job jobs.Prepared
 	var bad string // why the spec cannot run
@@ -367,8 +382,17 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 	}
 	runOutcome(ctx, st)
 	if err := r.keep(ctx, rev, rec); err != nil {
+		if ctx.Err() != nil && errors.Is(err, jobs.ErrUnavailable) {
+			r.keepLate(rec, rev) // late.go
+		}
 		return r.gaveWay(err)
 	}
+	r.countEnd(st)
+	return nil
+}
+
+// countEnd counts a run's end, written.
+func (r *Runner) countEnd(st jobs.State) {
 	switch st {
 	case jobs.Succeeded:
 		r.counts.succeeded.Add(1)
@@ -377,7 +401,6 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 	default:
 		r.counts.failed.Add(1)
 	}
-	return nil
 }
 
 // keep writes a record after a run, over the revision its run read (0:
@@ -386,24 +409,14 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 // or ended by another run of the job) keep gives way with errEnded; a
 // record changed but live (another run's start) is written over. While the
 // store is out, the write is tried again, the job's lease kept, until it
-// succeeds or ctx ends (a hard stop, the lease lost): an outage of a few
-// seconds (a leader elected again) costs the job no second run. Past that,
-// the job runs again after a moment on the same delivery
-// (natsjs.Unavailable), with no attempt counted for the outage.
+// succeeds or ctx ends (the lease lost): an outage of a few seconds (a
+// leader elected again) costs the job no second run. An end still
+// unwritten then is kept to write later (late.go).
 func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 	wctx := context.WithoutCancel(ctx)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		_, err := r.swap(wctx, rec, rev)
-		if errors.Is(err, errChanged) {
-			var now jobs.Record
-			now, rev, err = r.leaderRecordAfter(wctx, rec.ID, rev) // not a replica's stale copy
-			if err == nil && now.State.Terminal() {
-				return errEnded
-			}
-			if err == nil {
-				continue
-			}
-		}
+		var err error
+		rev, err = r.keepOnce(wctx, rev, rec)
 		if err == nil {
 			r.health.ok()
 			return nil
@@ -416,6 +429,26 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 		case <-ctx.Done():
 			return r.unavailable(err)
 		case <-time.After(wait):
+		}
+	}
+}
+
+// keepOnce is one try of keep: nil once written, errEnded when the record
+// has ended meanwhile, ErrUnavailable while the store is out; rev is the
+// revision the next try writes over.
+func (r *Runner) keepOnce(ctx context.Context, rev uint64, rec jobs.Record) (uint64, error) {
+	for {
+		_, err := r.swap(ctx, rec, rev)
+		if !errors.Is(err, errChanged) {
+			return rev, err
+		}
+		var now jobs.Record
+		now, rev, err = r.leaderRecordAfter(ctx, rec.ID, rev) // not a replica's stale copy
+		if err != nil {
+			return rev, err
+		}
+		if now.State.Terminal() {
+			return rev, errEnded
 		}
 	}
 }
@@ -446,13 +479,14 @@ type Outcomes struct {
 	Retried                     uint64 // runs failed or timed out with attempts left: the job runs again after a backoff
 	Snoozed                     uint64 // runs that asked to run again later (jobs.Snooze), no attempt counted
 	Requeued                    uint64 // runs interrupted, handed back to run again
+	LateEnds                    uint64 // ends written after their lease was lost (late.go), counted above too
 	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
 	Canceled                    uint64 // jobs canceled through this runner
 	RetriedByHand               uint64 // ended jobs run again through this runner's Retry
 }
 
 type outcomeCounts struct {
-	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped, retriedByHand atomic.Uint64
+	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped, retriedByHand, late atomic.Uint64
 }
 
 // Outcomes returns the counts so far.
@@ -461,6 +495,6 @@ func (r *Runner) Outcomes() Outcomes {
 		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
 		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
 		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(), Canceled: r.counts.canceled.Load(),
-		RetriedByHand: r.counts.retriedByHand.Load(),
+		RetriedByHand: r.counts.retriedByHand.Load(), LateEnds: r.counts.late.Load(),
 	}
 }

@@ -202,3 +202,78 @@ func TestStoreOutageCancelsAFirstDeliverysRun(t *testing.T) {
 		t.Fatalf("attempts %d after an outage and one run, want 1: %+v", got.Attempts, got)
 	}
 }
+
+// lateEndOfARun runs a job of d through a delivery whose run ends while
+// the store is out, then ends the delivery's context (its lease lost)
+// before the store is back: the end could not be written in time.
+func lateEndOfARun(t *testing.T, o *outageServer, r *jsjobs.Runner, d time.Duration) (jobs.Record, []byte) {
+	t.Helper()
+	job := jobstest.Timed(jobstest.Sleep(d), 10*time.Second)
+	rec := submit(t, r, job)
+	body, _ := json.Marshal(job)
+	ctx, loseLease := context.WithCancel(context.Background())
+	defer loseLease()
+	done := make(chan error, 1)
+	go func() { done <- r.HandleDelivery(ctx, "jobs."+rec.ID, body) }()
+	eventually(t, r, rec.ID, jobs.Running)
+	o.down(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, err := r.StoreDown(); err == nil; _, err = r.StoreDown() {
+		if time.Now().After(deadline) {
+			t.Fatal("the end of the run never met the outage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	loseLease()
+	select {
+	case err := <-done:
+		if !errors.Is(err, natsjs.ErrUnavailable) {
+			t.Fatalf("a delivery whose lease was lost with its end unwritten: %v, want unavailable", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Handle did not return once its lease was lost")
+	}
+	return rec, body
+}
+
+// TestStoreOutageOutlastingTheLeaseKeepsTheEnd: a run ends while the store
+// is out and its delivery's lease is lost before the store is back. The
+// end is kept and written once the store answers: the job succeeds with
+// one attempt, not run again; its next delivery is acked without a run.
+func TestStoreOutageOutlastingTheLeaseKeepsTheEnd(t *testing.T) {
+	o, r := outageRunner(t, 300*time.Millisecond)
+	rec, body := lateEndOfARun(t, o, r, 200*time.Millisecond)
+	o.up(t)
+	got := eventually(t, r, rec.ID, jobs.Succeeded)
+	if got.Attempts != 1 {
+		t.Fatalf("attempts %d, want 1: %+v", got.Attempts, got)
+	}
+	if err := r.HandleDelivery(context.Background(), "jobs."+rec.ID, body); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.Outcomes(); out.Succeeded != 1 || out.LateEnds != 1 || out.Skipped != 1 {
+		t.Fatalf("outcomes %+v: want one end, written late, and the redelivery skipped", out)
+	}
+}
+
+// TestRedeliveryWritesTheLateEnd: as above, but the job's next delivery
+// comes to this runner as soon as the store is back: it writes the end
+// kept (or finds it written) and is acked without running the job again.
+func TestRedeliveryWritesTheLateEnd(t *testing.T) {
+	o, r := outageRunner(t, 300*time.Millisecond)
+	const d = 2 * time.Second
+	rec, body := lateEndOfARun(t, o, r, d)
+	o.up(t)
+	waitStore(t, r)
+	start := time.Now()
+	if err := r.HandleDelivery(context.Background(), "jobs."+rec.ID, body); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= d {
+		t.Fatalf("the redelivery took %v: it ran the job (%v) again", took, d)
+	}
+	got := eventually(t, r, rec.ID, jobs.Succeeded)
+	if out := r.Outcomes(); got.Attempts != 1 || out.Succeeded != 1 || out.LateEnds != 1 {
+		t.Fatalf("record %+v, outcomes %+v: want one attempt and one end, written late", got, out)
+	}
+}

@@ -60,6 +60,7 @@ type Runner struct {
 	succeededTTL, failedTTL time.Duration
 
 	running  runs      // the jobs running here, for Cancel
+	late     lateEnds  // ends written after their lease was lost (late.go)
 	listing  sync.Once // starts listed at the first List or Counts
 	listed   *tails    // the index List and Counts read; nil until then
 	closing  sync.Once // Close

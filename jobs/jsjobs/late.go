@@ -1,0 +1,158 @@
+package jsjobs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+// Late ends. A run's end is written while its message's lease holds (keep);
+// a store out for longer than that (the runner cut off with it, say) would
+// otherwise lose the end, and the job's next delivery would run it again
+// with one more attempt counted, an outage spending an attempt. So an end
+// still unwritten when the lease is lost is kept here, in memory, and
+// written once the store answers: by a keeper that tries again every
+// second or two, or by the job's next delivery to this runner, which then
+// acks without running the job. The rules of keep hold for it: written
+// only over the revision read, giving way to an end or a cancel recorded
+// meanwhile, written over a run started meanwhile elsewhere (which then
+// gives way in its turn). Lost with the process, or past maxLateEnds: then
+// the job runs again, at-least-once, as an interrupted run does.
+
+// maxLateEnds bounds the ends kept in memory.
+const maxLateEnds = 10_000
+
+// lateRetry is the longest wait between the keeper's tries.
+const lateRetry = 2 * time.Second
+
+type lateEnds struct {
+	mu      sync.Mutex
+	pending map[string]lateEnd
+	keeping bool          // the keeper runs
+	closed  bool          // Close: no more keeping
+	stop    chan struct{} // closed by Close
+	done    chan struct{} // closed when a keeper started before Close exits
+}
+
+type lateEnd struct {
+	rec jobs.Record
+	rev uint64
+}
+
+// keepLate keeps rec, the end of a run at revision rev, to write later.
+func (r *Runner) keepLate(rec jobs.Record, rev uint64) {
+	l := &r.late
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || len(l.pending) >= maxLateEnds {
+		r.logWarn("a job's end could not be written before its lease was lost; it will run again", "job", rec.ID, "state", string(rec.State))
+		return
+	}
+	if l.pending == nil {
+		l.pending = map[string]lateEnd{}
+		l.stop = make(chan struct{})
+	}
+	l.pending[rec.ID] = lateEnd{rec, rev}
+	r.logWarn("a job's end could not be written before its lease was lost; kept to write when the store answers", "job", rec.ID, "state", string(rec.State))
+	if !l.keeping {
+		l.keeping = true
+		l.done = make(chan struct{})
+		go r.keepLateEnds(l.stop, l.done)
+	}
+}
+
+// takeLate removes and returns the end kept for job id, if any.
+func (r *Runner) takeLate(id string) (lateEnd, bool) {
+	l := &r.late
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.pending[id]
+	delete(l.pending, id)
+	return e, ok
+}
+
+// keepLateEnds writes the kept ends until none is left or Close.
+func (r *Runner) keepLateEnds(stop, done chan struct{}) {
+	defer close(done)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, lateRetry) {
+		select {
+		case <-stop:
+			return
+		case <-time.After(wait):
+		}
+		r.late.mu.Lock()
+		ids := make([]string, 0, len(r.late.pending))
+		for id := range r.late.pending {
+			ids = append(ids, id)
+		}
+		r.late.mu.Unlock()
+		for _, id := range ids {
+			e, ok := r.takeLate(id)
+			if !ok {
+				continue // taken by its delivery meanwhile
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.storeTimeout)
+			err := r.writeLate(ctx, e)
+			cancel()
+			if errors.Is(err, jobs.ErrUnavailable) {
+				r.late.mu.Lock()
+				if _, again := r.late.pending[id]; !again && !r.late.closed {
+					r.late.pending[id] = e
+				}
+				r.late.mu.Unlock()
+				break // the store is out still: wait
+			}
+		}
+		r.late.mu.Lock()
+		if len(r.late.pending) == 0 || r.late.closed {
+			r.late.keeping = false
+			r.late.mu.Unlock()
+			return
+		}
+		r.late.mu.Unlock()
+	}
+}
+
+// writeLate writes a kept end once; ErrUnavailable while the store is out.
+// Written or given way, the end is counted as finish counts it.
+func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
+	_, err := r.keepOnce(ctx, e.rev, e.rec)
+	switch {
+	case err == nil:
+		r.health.ok()
+		r.countEnd(e.rec.State)
+		r.counts.late.Add(1)
+	case errors.Is(err, errEnded):
+		r.counts.skipped.Add(1)
+		return nil
+	case errors.Is(err, jobs.ErrUnavailable):
+		r.health.outage(err)
+	default:
+		r.logWarn("a job's late end could not be written; it will run again", "job", e.rec.ID, "error", err)
+		return nil
+	}
+	return err
+}
+
+// closeLate stops the keeper and drops the ends still kept.
+func (r *Runner) closeLate() {
+	l := &r.late
+	l.mu.Lock()
+	l.closed = true
+	n := len(l.pending)
+	l.pending = nil
+	if l.stop != nil {
+		close(l.stop)
+	}
+	done := l.done
+	l.mu.Unlock()
+	if n > 0 {
+		r.logWarn("runner closed with job ends not yet written: those jobs will run again", "jobs", n)
+	}
+	if done != nil {
+		<-done
+	}
+}
