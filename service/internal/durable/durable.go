@@ -322,7 +322,7 @@ func (d *Durable) Summary() []any {
 	args := []any{
 		"jobs_succeeded", o.Succeeded, "jobs_failed", o.Failed, "jobs_timed_out", o.TimedOut,
 		"jobs_retried", o.Retried, "jobs_snoozed", o.Snoozed, "jobs_canceled", o.Canceled,
-		"jobs_requeued", o.Requeued, "jobs_skipped", o.Skipped,
+		"jobs_requeued", o.Requeued, "jobs_skipped", o.Skipped, "jobs_ended_late", o.LateEnds,
 	}
 	if d.lagErr == nil {
 		args = append(args, "jobs_pending", d.lag)
