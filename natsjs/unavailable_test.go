@@ -164,3 +164,34 @@ func TestUnavailableWrapsAndMatches(t *testing.T) {
 		t.Fatal("Unavailable(nil) is not nil")
 	}
 }
+
+// TestOutageLongerThanAckWaitSpendsNoAttempt: an unavailable delay longer
+// than AckWait (3 s against 1 s). While the message waits out the outage no
+// handler starts and the message waits longer than an AckWait, but the pool
+// is not stuck: nothing is waiting for a slot. The message is renewed, runs
+// again on the same delivery (attempt 1, run 2) and is acked; the stall rule
+// does not hand it back, which would spend a delivery.
+func TestOutageLongerThanAckWaitSpendsNoAttempt(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", time.Second, -1)
+	e.publish(t, "jobs.a", 1)
+	var mu sync.Mutex
+	var runs []string
+	src := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		runs = append(runs, fmt.Sprintf("%d/%d", m.Attempt(), m.Runs()))
+		mu.Unlock()
+		if m.Attempt() == 1 && m.Runs() == 1 {
+			return natsjs.Unavailable(errStoreDown)
+		}
+		return nil
+	}, natsjs.WithUnavailableDelay(3*time.Second))
+	run(t, src)
+	eventually(t, 20*time.Second, "acked", func() bool { return src.Stats().Acked == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if st := src.Stats(); fmt.Sprint(runs) != "[1/1 1/2]" || st.HandedBack != 0 {
+		t.Fatalf("attempt/run %v, want [1/1 1/2] on one delivery; %v", runs, st)
+	}
+}
