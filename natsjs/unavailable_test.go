@@ -195,3 +195,50 @@ func TestOutageLongerThanAckWaitSpendsNoAttempt(t *testing.T) {
 		t.Fatalf("attempt/run %v, want [1/1 1/2] on one delivery; %v", runs, st)
 	}
 }
+
+// TestStopWaitsOutAnOutageAtTheLastDelivery: a message at the consumer's
+// last delivery (MaxDeliver 1) cannot be handed back, so a stop keeps it
+// through its outage; it still waits the unavailable delay (3 s) between
+// runs, as outside a stop, rather than being run again at every turn of
+// the stop's loop against a store that is down. Once the outage ends it
+// runs again, is acked, and Shutdown returns.
+func TestStopWaitsOutAnOutageAtTheLastDelivery(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, 1)
+	e.publish(t, "jobs.a", 1)
+	var runs atomic.Int32
+	var up atomic.Bool
+	src := newSource(t, newPool(t, 1), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		runs.Add(1)
+		if !up.Load() {
+			return natsjs.Unavailable(errStoreDown)
+		}
+		return nil
+	}, natsjs.WithUnavailableDelay(3*time.Second))
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	eventually(t, 10*time.Second, "the outage reported", func() bool { return src.Stats().Unavailable == 1 })
+	shut := make(chan error, 1)
+	go func() { shut <- src.Shutdown(context.Background()) }()
+	// Well within the delay, also on a loaded machine: one run so far.
+	time.Sleep(1800 * time.Millisecond)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("%d runs within 1.8 s of a 3 s unavailable delay: %v", n, src.Stats())
+	}
+	up.Store(true)
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown did not return once the outage ended")
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := src.Stats(); st.Acked != 1 || st.Termed != 0 || st.HandedBack != 0 {
+		t.Fatalf("stats: %v", st)
+	}
+}
