@@ -214,3 +214,74 @@ func TestShutdownLetsGoOfABlockedThen(t *testing.T) {
 		t.Fatal("Run did not return once fn had")
 	}
 }
+
+// TestThenRunsWhileThePoolDrains: a Shutdown whose context ends lets go of
+// what a handler left with Then only once the pool has stopped too, not as
+// soon as the pool's drain begins: a handler on the pool (here one that
+// runs until the test lets it return) still gets the drain, and so does
+// the Then of the message beside it. While the pool drains, fn's context
+// stays open.
+func TestThenRunsWhileThePoolDrains(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.a", 2)
+	pool, err := crew.New(crew.WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make(chan struct{})
+	openLong := opener(t, long)
+	fnDone := make(chan struct{})
+	openFn := opener(t, fnDone)
+	var fnStarted, longStarted atomic.Bool
+	cause := make(chan error, 1)
+	a := newSource(t, pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.StreamSeq() == 2 {
+			longStarted.Store(true)
+			<-long
+			return nil
+		}
+		return natsjs.Then(func(ctx context.Context) error {
+			fnStarted.Store(true)
+			select {
+			case <-ctx.Done():
+			case <-fnDone:
+			}
+			cause <- context.Cause(ctx)
+			return nil
+		})
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(context.Background()) }()
+	eventually(t, 10*time.Second, "fn and the long handler started", func() bool {
+		return fnStarted.Load() && longStarted.Load()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := a.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v, want its deadline", err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- pool.Shutdown(context.Background(), crew.Drain) }()
+	// Run's loop looks every tick (at most 100 ms): a second is many.
+	select {
+	case err := <-cause:
+		t.Fatalf("fn's context ended (%v) while the pool still drained a handler", err)
+	case <-time.After(time.Second):
+	}
+	openLong()
+	if err := <-drained; err != nil {
+		t.Fatalf("pool Shutdown: %v", err)
+	}
+	openFn()
+	<-cause
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return once fn had")
+	}
+}
