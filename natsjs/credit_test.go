@@ -104,3 +104,26 @@ func TestAdaptiveWindowGrowsUnderABacklog(t *testing.T) {
 	}
 	t.Logf("the window reached %d (cap %d)", most, natsjs.MaxWindowFactor*workers)
 }
+
+// TestOutageDoesNotStopThePulls: messages waiting out an outage
+// (Unavailable) are not on the pool: its slots are free, and the messages
+// that need nothing of what is down must still be pulled and run. Here
+// three messages whose store is down for the whole test take a pool of two
+// slots plus a window of one; the three others are acked meanwhile.
+func TestOutageDoesNotStopThePulls(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	cons := e.consumer(t, "jobs", "crewd", 30*time.Second, -1)
+	e.publish(t, "jobs.down", 3)
+	e.publish(t, "jobs.up", 3)
+	src := newSource(t, newPool(t, 2), cons, func(ctx context.Context, m *natsjs.Msg) error {
+		if m.Subject() == "jobs.down" {
+			return natsjs.Unavailable(errStoreDown)
+		}
+		return nil
+	}, natsjs.WithWindow(1), natsjs.WithUnavailableDelay(200*time.Millisecond))
+	run(t, src)
+	eventually(t, 10*time.Second, "the three messages that need no store acked", func() bool {
+		return src.Stats().Acked == 3
+	})
+}
