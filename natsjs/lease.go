@@ -39,7 +39,8 @@ func (s *Source) handBackStalled(now time.Time) {
 	for m := s.head; m != nil; m = m.next {
 		switch m.state.Load() {
 		case waiting:
-			if now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
+			// One waiting out an outage's delay is not waiting for a slot.
+			if !m.resting.Load() && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
 				back = append(back, m)
 			}
 		case started:
@@ -60,10 +61,24 @@ func (s *Source) handBackStalled(now time.Time) {
 }
 
 // onPool reports whether m's handler runs on the pool with its lease held:
-// its task not ended, its context not cancelled. s.mu must be held.
+// its context, which ends when the handler returns, neither ended nor one
+// of what runs off the pool. s.mu must be held.
 func (m *Msg) onPool() bool {
-	mc, task := m.ctx.Load(), m.task.Load()
-	return !m.lost && mc != nil && !mc.off && mc.Err() == nil && task != nil && !task.State().Terminal()
+	mc := m.ctx.Load()
+	return !m.lost && mc != nil && !mc.off && mc.Err() == nil
+}
+
+// anyOnPool reports whether a handler of s runs on the pool with its lease
+// held.
+func (s *Source) anyOnPool() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for m := s.head; m != nil; m = m.next {
+		if m.state.Load() == started && m.onPool() {
+			return true
+		}
+	}
+	return false
 }
 
 var errDisconnected = errors.New("natsjs: disconnected")
@@ -72,7 +87,9 @@ var errDisconnected = errors.New("natsjs: disconnected")
 // only.
 func (s *Source) renewLeases(now time.Time) {
 	s.handBackStalled(now)
-	if s.gaveUp.Load() && s.pool.Stats().Closed {
+	if s.gaveUp.Load() && s.pool.Stats().Closed && !s.anyOnPool() {
+		// The stop gave up, and the pool has stopped: no handler of ours
+		// runs on it but those it cancelled.
 		s.letGo()
 	}
 	s.mu.Lock()
@@ -119,7 +136,7 @@ func (s *Source) renewLeases(now time.Time) {
 			continue
 		}
 		if m.state.CompareAndSwap(waiting, handedBack) {
-			s.unstarted.Add(-1)
+			s.unwait(m)
 			s.c.leasesLost.Add(1)
 			s.logWarn("lease lost while waiting; dropped", m, err)
 			s.release(m)

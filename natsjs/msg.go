@@ -38,10 +38,11 @@ type Msg struct {
 	leased     time.Time // last delivery or renewal
 	lost       bool      // the lease could not be renewed for a whole AckWait
 
-	ctx   atomic.Pointer[msgContext] // the handler's, once started
-	task  atomic.Pointer[crew.Task]  // its pool task, once submitted
-	runs  atomic.Int32               // handler calls on this delivery
-	again *time.Timer                // the next run after an outage (settle.go); guarded by src.mu
+	ctx     atomic.Pointer[msgContext] // the handler's, once started
+	task    atomic.Pointer[crew.Task]  // its pool task, once submitted
+	runs    atomic.Int32               // handler calls on this delivery
+	resting atomic.Bool                // waiting out an outage's delay, not yet submitted again (settle.go)
+	again   *time.Timer                // the end of that rest; guarded by src.mu
 }
 
 // Data returns the payload.

@@ -13,7 +13,9 @@ import (
 // How a Source pulls. The rules, in one place:
 //
 //  1. Credit. Messages held and not started, plus messages asked for and not
-//     yet received, never exceed the pool's free slots plus the window.
+//     yet received, never exceed the pool's free slots plus the window;
+//     messages resting after an outage (settle.go, runAgain) do not count
+//     until there are more of them than MaxWindowFactor times the bound.
 //     Free slots are the pool's bound less its busy workers and less the
 //     tasks queued by others, read from one Stats snapshot per decision: the
 //     pool is shared (crewd's HTTP batches run on it too), so a Source takes
@@ -90,7 +92,11 @@ func (s *Source) pull() {
 		size = 0 // see renewLeases
 	}
 	s.lastWindow = size
-	credit := free + size - unstarted - s.requested
+	// Messages resting after an outage hold no slot: beyond a bound of
+	// them, though, they count, so that an outage of what every message
+	// needs does not have the Source take in the whole stream.
+	resting := int(s.resting.Load())
+	credit := free + size - unstarted - s.requested - max(0, resting-MaxWindowFactor*st.MaxWorkers)
 	threshold := max(1, (st.MaxWorkers+size)/2)
 	s.freed, s.threshold = 0, threshold
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {

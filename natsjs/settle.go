@@ -36,7 +36,7 @@ func (m *Msg) run(ctx context.Context) (err error) {
 	if !m.state.CompareAndSwap(waiting, started) {
 		return nil // handed back by a stop, or by a stalled pool
 	}
-	s.unstarted.Add(-1)
+	s.unwait(m)
 	s.started.Add(1)
 	m.runs.Add(1)
 	s.lastStart.Store(time.Now().UnixNano())
@@ -132,8 +132,7 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 		// delivery, so that the outage spends no attempt, neither the
 		// server's (MaxDeliver) nor ours (WithMaxDeliver).
 		s.c.unavailable.Add(1)
-		held = true
-		s.runAgain(m)
+		held = s.runAgain(m)
 	case s.maxDeliver > 0 && m.attempt >= s.maxDeliver:
 		held = !s.deadLetter(m, err)
 	default:
@@ -141,18 +140,43 @@ func (s *Source) settle(m *Msg, mc *msgContext, taskCtx context.Context, err err
 	}
 }
 
-// runAgain makes m wait again, its lease renewed, and submits it to the
-// pool after the unavailable delay; a stop meanwhile hands it back as any
-// waiting message (reclaim).
-func (s *Source) runAgain(m *Msg) {
+// runAgain makes m wait out the unavailable delay, resting: its lease
+// renewed, counted apart from the messages waiting for a slot (so that it
+// neither stops the pulls for other messages, up to a bound, nor counts as
+// stuck for the stall rule), then submits it again (endRest). A stop
+// meanwhile hands it back as any waiting message (reclaim), or at its
+// server's last delivery runs it after its delay all the same, unless the
+// pool stopped. It reports false, m left to be released, when m's lease
+// was lost while its handler returned.
+func (s *Source) runAgain(m *Msg) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m.lost {
+		return false
+	}
 	m.ctx.Store(nil)
 	m.task.Store(nil)
-	s.unstarted.Add(1)
-	s.mu.Lock()
-	m.received = time.Now() // for the stall rule, it waits from now
+	m.resting.Store(true)
+	s.resting.Add(1)
 	m.state.Store(waiting)
-	m.again = time.AfterFunc(s.o.unavailable, func() { s.submit(m) })
+	m.again = time.AfterFunc(s.o.unavailable, func() { s.endRest(m) })
+	return true
+}
+
+// endRest submits m again once its rest is over, unless it left waiting
+// meanwhile (handed back, its lease lost). For the stall rule it waits for
+// a slot from now on.
+func (s *Source) endRest(m *Msg) {
+	s.unstarted.Add(1)
+	if !m.resting.CompareAndSwap(true, false) {
+		s.unstarted.Add(-1) // counted out by whoever took it out of waiting
+		return
+	}
+	s.resting.Add(-1)
+	s.mu.Lock()
+	m.received = time.Now()
 	s.mu.Unlock()
+	s.submit(m)
 }
 
 // confirmAck acks m and waits for the server's confirmation (WithDoubleAck),

@@ -49,7 +49,8 @@ type Source struct {
 	stream     string
 	consumer   string
 
-	unstarted atomic.Int64  // received and not yet started or handed back
+	unstarted atomic.Int64  // received and not yet started or handed back, less the resting
+	resting   atomic.Int64  // waiting out an outage's delay (settle.go): not against the pool's slots
 	started   atomic.Uint64 // handlers started, for the window's rate
 	window    *window       // how many unstarted messages to hold (window.go)
 	lastStart atomic.Int64  // when a handler last started, unix nanoseconds
@@ -288,6 +289,9 @@ func (s *Source) reclaim() {
 		if task := m.task.Load(); task != nil && !task.State().Terminal() {
 			continue // the pool may still run it
 		}
+		if m.resting.Load() && !s.pool.Stats().Closed {
+			continue // it waits out its outage's delay, as outside a stop
+		}
 		// Not yet a task, waiting to run again after an outage, or
 		// dropped by the pool's stop: one more chance to run.
 		t, err := s.pool.TrySubmit(m.run, crew.Named(s.o.taskName))
@@ -299,7 +303,7 @@ func (s *Source) reclaim() {
 			continue // the pool runs: try again on the next round
 		}
 		if m.state.CompareAndSwap(waiting, handedBack) {
-			s.unstarted.Add(-1)
+			s.unwait(m)
 			if s.deadLetter(m, errNotRunAtLastDelivery) {
 				s.release(m)
 			}
@@ -361,6 +365,17 @@ func (s *Source) release(m *Msg) {
 	}
 }
 
+// unwait counts m out of the waiting messages, once a compare-and-swap
+// took it out of waiting: out of the resting ones if it was waiting out an
+// outage's delay (settle.go), else out of the unstarted.
+func (s *Source) unwait(m *Msg) {
+	if m.resting.Swap(false) {
+		s.resting.Add(-1)
+	} else {
+		s.unstarted.Add(-1)
+	}
+}
+
 // handBackDelay is the delay of a hand-back's nak: as good as none, but a
 // nak with a delay is written to the consumer's store (nats-server's
 // processNak updates the delivered state), so the message comes back within
@@ -376,7 +391,7 @@ func (s *Source) handBack(m *Msg, why string) bool {
 	if !m.state.CompareAndSwap(waiting, handedBack) {
 		return false
 	}
-	s.unstarted.Add(-1)
+	s.unwait(m)
 	if err := m.raw.NakWithDelay(handBackDelay); err != nil {
 		s.logWarn("hand back failed; the server redelivers after AckWait", m, err)
 	}

@@ -32,8 +32,9 @@ type Stats struct {
 	// whole AckWait.
 	LeasesLost uint64
 	// InFlight is the number of messages held now: received and not yet
-	// settled; Unstarted of those not yet started.
-	InFlight, Unstarted int
+	// settled; Unstarted of those not yet started, waiting for a slot;
+	// Resting of those waiting out an outage's delay before they run again.
+	InFlight, Unstarted, Resting int
 	// Window is the window of the last pull decision: unstarted messages
 	// the Source may hold beyond the pool's free slots (window.go).
 	Window int
@@ -41,8 +42,8 @@ type Stats struct {
 
 // String formats the snapshot for a log line or a test failure.
 func (s Stats) String() string {
-	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d",
-		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted)
+	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d resting=%d",
+		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted, s.Resting)
 }
 
 type counters struct {
@@ -65,6 +66,7 @@ func (s *Source) Stats() Stats {
 		Heartbeats:   s.c.heartbeats.Load(),
 		LeasesLost:   s.c.leasesLost.Load(),
 		Unstarted:    int(max(0, s.unstarted.Load())),
+		Resting:      int(max(0, s.resting.Load())),
 	}
 	s.mu.Lock()
 	st.InFlight, st.Window = s.held, s.lastWindow
