@@ -239,7 +239,9 @@ func (s *Source) letGo() {
 	}
 	s.mu.Unlock()
 	for _, mc := range off {
-		mc.cancelWith(ErrLeaseLost)
+		if mc.cancelWith(ErrLeaseLost) {
+			s.c.leasesLost.Add(1)
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ type Stats struct {
 	// Heartbeats counts lease renewals (InProgress) sent.
 	Heartbeats uint64
 	// LeasesLost counts messages whose lease could not be renewed for a
-	// whole AckWait.
+	// whole AckWait, or that a stop that gave up let go (Shutdown).
 	LeasesLost uint64
 	// InFlight is the number of messages held now: received and not yet
 	// settled; Unstarted of those not yet started, waiting for a slot;
