@@ -164,3 +164,11 @@ func (r *Runner) LeaderBehind(ctx context.Context, id string, n int) error {
 	}
 	return nil
 }
+
+// NoLateKeeper has no keeper write the ends kept after a lost lease
+// (late.go): only the job's next delivery here writes them.
+func (r *Runner) NoLateKeeper() {
+	r.late.mu.Lock()
+	defer r.late.mu.Unlock()
+	r.late.keeping = true
+}
