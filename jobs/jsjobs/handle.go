@@ -434,7 +434,7 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 }
 
 // keepOnce is one try of keep: nil once written, errEnded when the record
-// has ended meanwhile, ErrUnavailable while the store is out; rev is the
+// has ended meanwhile (or ended and been retried by hand since), ErrUnavailable while the store is out; rev is the
 // revision the next try writes over.
 func (r *Runner) keepOnce(ctx context.Context, rev uint64, rec jobs.Record) (uint64, error) {
 	for {
@@ -447,7 +447,12 @@ func (r *Runner) keepOnce(ctx context.Context, rev uint64, rec jobs.Record) (uin
 		if err != nil {
 			return rev, err
 		}
-		if now.State.Terminal() {
+		// A record of another Retries was ended and retried by hand
+		// since this run read it: its queued or running record is the
+		// Retry's, a life of the job after this run's, and an end of
+		// this run written over it would undo the Retry (its message
+		// would then find the job ended and not run it).
+		if now.State.Terminal() || now.Retries != rec.Retries {
 			return rev, errEnded
 		}
 	}
