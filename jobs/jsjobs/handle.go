@@ -94,7 +94,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}
-	if e, ok := r.takeLate(id); ok {
+	if e, ok := r.takeLateFor(id, d); ok {
 		// Its last run ended here and the end waits to be written: the
 		// delivery writes it rather than run the job again.
 		return natsjs.Then(func(ctx context.Context) error {
@@ -406,7 +406,8 @@ func (r *Runner) countEnd(st jobs.State) {
 // keep writes a record after a run, over the revision its run read (0:
 // none), so that an end and a cancel that race leave one terminal state:
 // a record changed meanwhile is read again, and if it has ended (canceled,
-// or ended by another run of the job) keep gives way with errEnded; a
+// or ended by another run of the job), or ended and been retried by hand
+// since, keep gives way with errEnded; a
 // record changed but live (another run's start) is written over. While the
 // store is out, the write is tried again, the job's lease kept, until it
 // succeeds or ctx ends (the lease lost): an outage of a few seconds (a

@@ -17,8 +17,8 @@ import (
 // written once the store answers: by a keeper that tries again every
 // second or two, or by the job's next delivery to this runner, which then
 // acks without running the job. The rules of keep hold for it: written
-// only over the revision read, giving way to an end or a cancel recorded
-// meanwhile, written over a run started meanwhile elsewhere (which then
+// only over the revision read, giving way to an end, a cancel or a Retry
+// recorded meanwhile, written over a run started meanwhile elsewhere (which then
 // gives way in its turn). Lost with the process, or past maxLateEnds: then
 // the job runs again, at-least-once, as an interrupted run does.
 
@@ -72,6 +72,25 @@ func (r *Runner) takeLate(id string) (lateEnd, bool) {
 	e, ok := l.pending[id]
 	delete(l.pending, id)
 	return e, ok
+}
+
+// takeLateFor removes and returns the end kept for job id if delivery d
+// may settle on it: unless d is the message of a Retry after that end's
+// run. A Retry retries an ended record, so the end, of a run before the
+// job ended, can only give way, and d must run the job as the Retry asks
+// rather than be acked on it; the end is left to the keeper. A Retry's
+// message of unknown retries may be of either: it too runs the job
+// (at-least-once), and the keeper writes the end or gives way.
+func (r *Runner) takeLateFor(id string, d delivery) (lateEnd, bool) {
+	l := &r.late
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.pending[id]
+	if !ok || d.retryOf != 0 && (d.retries == 0 || d.retries != e.rec.Retries) {
+		return lateEnd{}, false
+	}
+	delete(l.pending, id)
+	return e, true
 }
 
 // keepLateEnds writes the kept ends until none is left or Close.
