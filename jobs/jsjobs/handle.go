@@ -428,7 +428,10 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 		r.health.outage(err)
 		select {
 		case <-ctx.Done():
-			return r.unavailable(err)
+			// The lease lost or the run cancelled: the message is left to
+			// come back or handed back, not run again here, so this is no
+			// run put off (StoreHandBacks).
+			return natsjs.Unavailable(err)
 		case <-time.After(wait):
 		}
 	}

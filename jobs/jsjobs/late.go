@@ -22,8 +22,10 @@ import (
 // gives way in its turn). Lost with the process, or past maxLateEnds: then
 // the job runs again, at-least-once, as an interrupted run does.
 
-// maxLateEnds bounds the ends kept in memory.
-const maxLateEnds = 10_000
+// maxLateEnds bounds the ends kept in memory, each a record of at most
+// the server's largest message (1 MiB by default, most a few hundred
+// bytes).
+const maxLateEnds = 1024
 
 // lateRetry is the longest wait between the keeper's tries.
 const lateRetry = 2 * time.Second
@@ -109,6 +111,11 @@ func (r *Runner) keepLateEnds(stop, done chan struct{}) {
 		}
 		r.late.mu.Unlock()
 		for _, id := range ids {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			e, ok := r.takeLate(id)
 			if !ok {
 				continue // taken by its delivery meanwhile
@@ -138,7 +145,20 @@ func (r *Runner) keepLateEnds(stop, done chan struct{}) {
 // writeLate writes a kept end once; ErrUnavailable while the store is out.
 // Written or given way, the end is counted as finish counts it.
 func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
-	_, err := r.keepOnce(ctx, e.rev, e.rec)
+	var err error
+	if e.rev == 0 {
+		// A first run's end, over no record. Its job's message, acked once
+		// the job is settled elsewhere (ended, canceled), must still be in
+		// the stream: else the job's own record may have expired since, and
+		// the end would make up a record of a job that ended otherwise.
+		_, _, err = r.message(ctx, e.rec.ID, r.jobs.GetLastMsgForSubject)
+		if errors.Is(err, jobs.ErrNotFound) {
+			err = errEnded
+		}
+	}
+	if err == nil {
+		_, err = r.keepOnce(ctx, e.rev, e.rec)
+	}
 	switch {
 	case err == nil:
 		r.health.ok()
