@@ -148,13 +148,7 @@ func TestStoreOutageAtTheEndDoesNotRunTheJobAgain(t *testing.T) {
 	eventually(t, r, rec.ID, jobs.Running)
 	o.down(t)
 	// The run ends while the store is out: its end is retried.
-	deadline := time.Now().Add(10 * time.Second)
-	for _, err := r.StoreDown(); err == nil; _, err = r.StoreDown() {
-		if time.Now().After(deadline) {
-			t.Fatal("the end of the run never met the outage")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	endMeetsOutage(t, r)
 	o.up(t)
 	select {
 	case err := <-done:
@@ -203,6 +197,19 @@ func TestStoreOutageCancelsAFirstDeliverysRun(t *testing.T) {
 	}
 }
 
+// endMeetsOutage waits until the runner has met the outage: the end of
+// the run it runs could not be written.
+func endMeetsOutage(t *testing.T, r *jsjobs.Runner) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, err := r.StoreDown(); err == nil; _, err = r.StoreDown() {
+		if time.Now().After(deadline) {
+			t.Fatal("the end of the run never met the outage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // lateEndOfARun runs a job of d through a delivery whose run ends while
 // the store is out, then ends the delivery's context (its lease lost)
 // before the store is back: the end could not be written in time.
@@ -217,13 +224,7 @@ func lateEndOfARun(t *testing.T, o *outageServer, r *jsjobs.Runner, d time.Durat
 	go func() { done <- r.HandleDelivery(ctx, "jobs."+rec.ID, body) }()
 	eventually(t, r, rec.ID, jobs.Running)
 	o.down(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for _, err := r.StoreDown(); err == nil; _, err = r.StoreDown() {
-		if time.Now().After(deadline) {
-			t.Fatal("the end of the run never met the outage")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	endMeetsOutage(t, r)
 	loseLease()
 	select {
 	case err := <-done:
