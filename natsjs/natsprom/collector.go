@@ -82,7 +82,7 @@ func NewCollector(src *natsjs.Source, opts ...Option) (*Collector, error) {
 	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (run again after a short delay on the same delivery: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
 	c.deadLetters = desc("dead_letters_total", "Messages published to the dead-letter subject.")
 	c.heartbeats = desc("heartbeats_total", "Lease renewals (InProgress) sent.")
-	c.held = desc("messages_held", "Messages held now, by state: waiting (not started) or running (started: its handler running, or its ack awaiting the server's confirmation).", "state")
+	c.held = desc("messages_held", "Messages held now, by state: waiting (not started), resting (waiting out an outage's delay before it runs again) or running (started: its handler running, or its ack awaiting the server's confirmation).", "state")
 	c.window = desc("window", "The pull window of the last pull decision: messages not started the Source may hold beyond the pool's free slots (adaptive unless fixed by WithWindow).")
 	c.lag = desc("consumer_lag", "The consumer's lag on the server: messages not yet delivered plus messages delivered and not yet acked.")
 	return c, nil
@@ -119,7 +119,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.deadLetters, s.DeadLettered)
 	counter(c.heartbeats, s.Heartbeats)
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(s.Unstarted), "waiting")
-	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(max(0, s.InFlight-s.Unstarted)), "running")
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(s.Resting), "resting")
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(max(0, s.InFlight-s.Unstarted-s.Resting)), "running")
 	ch <- prometheus.MustNewConstMetric(c.window, prometheus.GaugeValue, float64(s.Window))
 	if c.lagTimeout > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), c.lagTimeout)

@@ -68,16 +68,17 @@ natsjs_messages_total{consumer="crewd",outcome="lease_lost",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="naked",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="termed",stream="jobs"} 0
 natsjs_messages_total{consumer="crewd",outcome="unavailable",stream="jobs"} 0
-# HELP natsjs_messages_held Messages held now, by state: waiting (not started) or running (started: its handler running, or its ack awaiting the server's confirmation).
+# HELP natsjs_messages_held Messages held now, by state: waiting (not started), resting (waiting out an outage's delay before it runs again) or running (started: its handler running, or its ack awaiting the server's confirmation).
 # TYPE natsjs_messages_held gauge
+natsjs_messages_held{consumer="crewd",state="resting",stream="jobs"} 0
 natsjs_messages_held{consumer="crewd",state="running",stream="jobs"} 0
 natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "natsjs_messages_total", "natsjs_messages_held"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
-		t.Fatalf("%d series (%v), want 14", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
+		t.Fatalf("%d series (%v), want 15", n, err)
 	}
 	// The window of the last pull decision, as Stats has it.
 	if got, want := gaugeValue(t, reg, "natsjs_window"), float64(src.Stats().Window); got != want || want < 2 {
