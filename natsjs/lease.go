@@ -31,23 +31,15 @@ import (
 // starts again the Source pulls without a window, so that it does not take
 // them straight back.
 func (s *Source) handBackStalled(now time.Time) {
-	if now.Sub(time.Unix(0, s.lastStart.Load())) < s.ackWait {
+	if now.Sub(time.Unix(0, s.lastStart.Load())) < s.ackWait || s.anyOnPool() {
 		return
 	}
 	s.mu.Lock()
 	var back []*Msg
 	for m := s.head; m != nil; m = m.next {
-		switch m.state.Load() {
-		case waiting:
-			// One waiting out an outage's delay is not waiting for a slot.
-			if !m.resting.Load() && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
-				back = append(back, m)
-			}
-		case started:
-			if m.onPool() {
-				s.mu.Unlock()
-				return
-			}
+		// One waiting out an outage's delay is not waiting for a slot.
+		if m.state.Load() == waiting && !m.resting.Load() && now.Sub(m.received) >= s.ackWait && !s.lastDelivery(m) {
+			back = append(back, m)
 		}
 	}
 	s.mu.Unlock()

@@ -182,16 +182,15 @@ func (s *Source) receive(jm jetstream.Msg) {
 	s.requested--
 	m.received, m.leased = now, now
 	s.link(m)
+	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()
-	s.submit(m)
+	s.submit(m, stopping, ctx)
 }
 
 // submit makes a waiting m a task on the pool, or leaves it waiting for
-// reclaim to hand back when the Source is stopping.
-func (s *Source) submit(m *Msg) {
-	s.mu.Lock()
-	stopping, ctx := s.stopping, s.submitCtx
-	s.mu.Unlock()
+// reclaim to hand back when the Source is stopping (stopping and ctx read
+// under s.mu).
+func (s *Source) submit(m *Msg, stopping bool, ctx context.Context) {
 	if stopping || m.state.Load() != waiting {
 		return // reclaim hands it back, or it is settled
 	}

@@ -175,8 +175,9 @@ func (s *Source) endRest(m *Msg) {
 	s.resting.Add(-1)
 	s.mu.Lock()
 	m.received = time.Now()
+	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()
-	s.submit(m)
+	s.submit(m, stopping, ctx)
 }
 
 // confirmAck acks m and waits for the server's confirmation (WithDoubleAck),

@@ -195,11 +195,11 @@ func (s *Source) Run(ctx context.Context) error {
 	return s.fatal
 }
 
-// Shutdown stops pulling, lets the pulls in flight run out (for at most
-// a second, then ends them), hands every message
-// not yet started back at once (nak without delay, so that another consumer
-// gets it now rather than after AckWait), and waits until every message
-// received is acked, naked or termed and Run has returned. Running handlers
+// Shutdown stops pulling, lets the pulls in flight run out (for at most a
+// second, then ends them), hands every message not yet started back at
+// once (nak without delay, so that another consumer gets it now rather
+// than after AckWait), and waits until every message received is acked,
+// naked or termed and Run has returned. Running handlers
 // finish, are cancelled or are handed back as the pool's own Shutdown mode
 // decides: call the pool's Shutdown after or beside it. When ctx ends
 // first, Shutdown returns ctx.Err() and the stop goes on; once the pool has

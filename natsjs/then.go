@@ -20,12 +20,12 @@ import (
 // fn's context has the values of the context the Source gave the handler
 // (not those the handler or a middleware added: fn's closure keeps what it
 // needs), but not its end: a hard stop of the pool or the task's own
-// timeout do not end it; a lost lease and a stop given up do. At most as many fns run off
-// the pool at once as the pool's bound; beyond that, fn runs in the
-// handler's task with the handler's context, holding its slot, so that what
-// runs off the pool stays within the pool's bound and a Source whose fns
-// are slow (a store out) slows its pulls as if they held slots. Then(nil)
-// is nil.
+// timeout do not end it; a lost lease and a stop given up do. At most as
+// many fns run off the pool at once as the pool's bound; beyond that, fn
+// runs in the handler's task with the handler's context, holding its
+// slot, so that what runs off the pool stays within the pool's bound and a
+// Source whose fns are slow (a store out) slows its pulls as if they held
+// slots. Then(nil) is nil.
 func Then(fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return nil

@@ -33,19 +33,20 @@ var errTimedOut = errors.New("job timed out")
 // and its error is not jobs.Permanent, else recorded failed or timed_out
 // and acked; one that asks for jobs.Snooze runs again after its wait with
 // no attempt counted; one interrupted runs again. At most the job's max
-// attempts runs are started. An outage of the store is not the
-// job's failure: a job whose start cannot be recorded runs again after a
-// moment on the same delivery (natsjs.Unavailable), with no attempt counted; after its run, the record
-// of its end is written again while the job's lease holds, rather than run
-// the job again. Every write of the record is stored before Handle returns,
+// attempts runs are started. An outage of the store is not the job's
+// failure: a job whose start cannot be recorded runs again after a moment
+// on the same delivery (natsjs.Unavailable), with no attempt counted; after
+// its run, the record of its end is written again while the job's lease
+// holds, and after that from memory (late.go), rather than run the job
+// again. Every write of the record is stored before Handle returns,
 // so before the message is acked away: Get finds a job that ends while it
 // reads by that order (find).
 //
 // A job's first delivery, on its first run, starts its run at once, reads
 // the record meanwhile (mark, off the run's slot) and writes nothing before
-// the run's end: the
-// job is accepted, run and ended in three replicated writes (its message,
-// its end, its ack), and Get tells it running from the consumer's state.
+// the run's end: the job is accepted, run and ended in three replicated
+// writes (its message, its end, its ack), and Get tells it running from
+// the consumer's state.
 // Should the record say the job must not run (a duplicate of one ended) or
 // be out of reach, the run is cancelled and the delivery settled as above;
 // that run never counts, and at-least-once allows its start. So a cancel
@@ -98,15 +99,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		// Its last run ended here and the end waits to be written: the
 		// delivery writes it rather than run the job again.
 		return natsjs.Then(func(ctx context.Context) error {
-			err := r.keep(ctx, e.rev, e.rec)
-			switch {
-			case err == nil:
-				r.countEnd(e.rec.State)
-				r.counts.late.Add(1)
-			case ctx.Err() != nil && errors.Is(err, jobs.ErrUnavailable):
-				r.keepLate(e.rec, e.rev)
-			}
-			return r.gaveWay(err)
+			return r.writeEnd(ctx, e.rev, e.rec, true)
 		})
 	}
 	var spec jobs.Spec
@@ -381,18 +374,28 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 		rec.Spec = nil // kept only for a Retry, of a job that did not succeed
 	}
 	runOutcome(ctx, st)
+	return r.writeEnd(ctx, rev, rec, false)
+}
+
+// writeEnd writes a run's end over revision rev (keep) and counts it
+// (late: an end kept after its lease was lost); an end the lease's loss
+// left unwritten is kept to write later (late.go).
+func (r *Runner) writeEnd(ctx context.Context, rev uint64, rec jobs.Record, late bool) error {
 	if err := r.keep(ctx, rev, rec); err != nil {
 		if ctx.Err() != nil && errors.Is(err, jobs.ErrUnavailable) {
-			r.keepLate(rec, rev) // late.go
+			r.keepLate(rec, rev)
 		}
 		return r.gaveWay(err)
 	}
-	r.countEnd(st)
+	r.countEnd(rec.State, late)
 	return nil
 }
 
-// countEnd counts a run's end, written.
-func (r *Runner) countEnd(st jobs.State) {
+// countEnd counts a run's end, written (late: after its lease was lost).
+func (r *Runner) countEnd(st jobs.State, late bool) {
+	if late {
+		r.counts.late.Add(1)
+	}
 	switch st {
 	case jobs.Succeeded:
 		r.counts.succeeded.Add(1)
@@ -407,8 +410,8 @@ func (r *Runner) countEnd(st jobs.State) {
 // none), so that an end and a cancel that race leave one terminal state:
 // a record changed meanwhile is read again, and if it has ended (canceled,
 // or ended by another run of the job), or ended and been retried by hand
-// since, keep gives way with errEnded; a
-// record changed but live (another run's start) is written over. While the
+// since, keep gives way with errEnded; a record changed but live (another
+// run's start) is written over. While the
 // store is out, the write is tried again, the job's lease kept, until it
 // succeeds or ctx ends (the lease lost): an outage of a few seconds (a
 // leader elected again) costs the job no second run. An end still
@@ -438,8 +441,9 @@ func (r *Runner) keep(ctx context.Context, rev uint64, rec jobs.Record) error {
 }
 
 // keepOnce is one try of keep: nil once written, errEnded when the record
-// has ended meanwhile (or ended and been retried by hand since), ErrUnavailable while the store is out; rev is the
-// revision the next try writes over.
+// has ended meanwhile (or ended and been retried by hand since),
+// ErrUnavailable while the store is out; rev is the revision the next try
+// writes over.
 func (r *Runner) keepOnce(ctx context.Context, rev uint64, rec jobs.Record) (uint64, error) {
 	for {
 		_, err := r.swap(ctx, rec, rev)

@@ -18,8 +18,8 @@ import (
 // second or two, or by the job's next delivery to this runner, which then
 // acks without running the job. The rules of keep hold for it: written
 // only over the revision read, giving way to an end, a cancel or a Retry
-// recorded meanwhile, written over a run started meanwhile elsewhere (which then
-// gives way in its turn). Lost with the process, or past maxLateEnds: then
+// recorded meanwhile, written over a run started meanwhile elsewhere
+// (which then gives way in its turn). Lost with the process, or past maxLateEnds: then
 // the job runs again, at-least-once, as an interrupted run does.
 
 // maxLateEnds bounds the ends kept in memory, each a record of at most
@@ -162,8 +162,7 @@ func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
 	switch {
 	case err == nil:
 		r.health.ok()
-		r.countEnd(e.rec.State)
-		r.counts.late.Add(1)
+		r.countEnd(e.rec.State, true)
 	case errors.Is(err, errEnded):
 		r.counts.skipped.Add(1)
 		return nil
