@@ -8,6 +8,7 @@ import (
 
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jsjobs"
 )
 
 // TestJetStreamRetriesWithBackoff: a run that fails is retried after the
@@ -65,7 +66,7 @@ func TestJetStreamRetriesWithBackoff(t *testing.T) {
 	if len(asked) != 4 {
 		t.Fatalf("backoffs asked for attempts %v, want four (1, 2 of two jobs)", asked)
 	}
-	if o := r.Outcomes(); o.Retried != 4 || o.Snoozed != 1 || o.Failed != 2 || o.Succeeded != 2 {
-		t.Fatalf("outcomes %+v", o)
-	}
+	outcomesReach(t, r, func(o jsjobs.Outcomes) bool {
+		return o.Retried == 4 && o.Snoozed == 1 && o.Failed == 2 && o.Succeeded == 2
+	})
 }

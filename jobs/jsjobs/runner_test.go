@@ -115,6 +115,19 @@ func eventually(t *testing.T, r jobs.Runner, id string, want jobs.State) jobs.Re
 	return rec
 }
 
+// outcomesReach waits up to 10 s for r's outcomes to satisfy want: a run
+// counts its end after the write that a reader may see first.
+func outcomesReach(t *testing.T, r *jsjobs.Runner, want func(jsjobs.Outcomes) bool) {
+	t.Helper()
+	var o jsjobs.Outcomes
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if o = r.Outcomes(); want(o) {
+			return
+		}
+	}
+	t.Fatalf("outcomes %+v", o)
+}
+
 func submit(t *testing.T, r jobs.Runner, spec jobs.Spec) jobs.Record {
 	t.Helper()
 	rec, err := r.Submit(context.Background(), spec)
