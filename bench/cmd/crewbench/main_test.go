@@ -102,6 +102,9 @@ func TestRenderFromRaw(t *testing.T) {
 		"| **crew-go** | 65 ns | 60 ns..70 ns |", // median of two passes
 		"| chanpool-1024 | 44.5 ns | 44 ns..45 ns | 0 B | 0 | 0.68× |",
 		"- S1 workers=2/submitters=1: chanpool-1024 44.5 ns vs crew-go 65 ns (0.68×), 1 peer(s) ahead",
+		// S1's goal against the channel pool, not met.
+		"| workers=2/submitters=1 | crew-go | 65 ns | 44.5 ns | 1.46× | 1.20× | no |",
+		"- S1: crew's `Go` at most 1.2× the channel pool (`chanpool-1024`) in every configuration. Met in 0 of 1 cells; not met: crew-go workers=2/submitters=1 1.46×.",
 		"- S3 tasks=10000/limit=500: goroutines 124 ms vs crew-go 216 ms",
 		"| ants | 6.31× |", // headline, one configuration
 		"![S5](charts/s5-limit-10.svg)",
