@@ -1,0 +1,59 @@
+package jsjobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/internal/jobstest"
+)
+
+// TestCancelOfAJobPulledNotStarted: a job that waits, not started, in a
+// Source's window (pulled ahead while the pool's workers are busy) is
+// queued: canceled, it must never run (jobs.Canceler: "a scheduled or
+// queued one never runs"), and its cancel says it was queued. Here two
+// workers are busy with long jobs, two more jobs are pulled behind them,
+// and are canceled half a second later, long after their delivery.
+func TestCancelOfAJobPulledNotStarted(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	ctx := context.Background()
+	consume(t, r) // two workers
+	var busy []jobs.Record
+	for range 2 {
+		busy = append(busy, submit(t, r, jobstest.Timed(jobstest.Sleep(time.Minute), time.Minute)))
+	}
+	for _, b := range busy {
+		eventually(t, r, b.ID, jobs.Running)
+	}
+	var waiting []jobs.Record
+	for range 2 {
+		waiting = append(waiting, submit(t, r, jobstest.Flaky(jobstest.FlakyArgs{})))
+	}
+	time.Sleep(500 * time.Millisecond) // pulled into the window, not started: both workers are busy
+	for _, w := range waiting {
+		if n := jobstest.Runs(w.ID); n != 0 {
+			t.Fatalf("job %s ran with both workers busy", w.ID)
+		}
+		_, was, err := r.Cancel(ctx, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if was != jobs.Queued {
+			t.Errorf("cancel of job %s, which no run had started: was %s, want queued", w.ID, was)
+		}
+	}
+	for _, b := range busy { // frees the workers
+		if _, _, err := r.Cancel(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	for _, w := range waiting {
+		if n := jobstest.Runs(w.ID); n != 0 {
+			t.Errorf("job %s, canceled before any run of it started, ran %d times after its cancel", w.ID, n)
+		}
+	}
+}
