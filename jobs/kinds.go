@@ -337,11 +337,18 @@ func (e pastError) Unwrap() []error { return []error{e.InvalidError, ErrRunAtPas
 
 // NewSpec makes a job of args' kind with args, for a runner's Submit.
 func NewSpec(args Args) (Spec, error) {
+	if args == nil {
+		return Spec{}, errors.New("jobs: NewSpec: nil arguments")
+	}
+	name, err := kindOf(args)
+	if err != nil {
+		return Spec{}, fmt.Errorf("jobs: NewSpec: %w", err)
+	}
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return Spec{}, fmt.Errorf("jobs: %s job: encode its arguments: %w", args.Kind(), err)
+		return Spec{}, fmt.Errorf("jobs: %s job: encode its arguments: %w", name, err)
 	}
-	return Spec{Kind: args.Kind(), Args: raw}, nil
+	return Spec{Kind: name, Args: raw}, nil
 }
 
 // ResultOf decodes a succeeded job's result as its kind's result type R.
