@@ -634,8 +634,17 @@ func (r *Runner) Wait(ctx context.Context, id string) (jobs.Record, error) {
 			if !ok {
 				return jobs.Record{}, fmt.Errorf("%w: the watch of job %s ended", jobs.ErrUnavailable, id)
 			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue // the initial values' end, or a deletion
+			if e == nil {
+				// The initial values' end, none terminal: a job found
+				// nowhere (an unknown id, a record expired) never ends.
+				// The watch is on, so a write after this read is seen.
+				if _, err := r.Get(ctx, id); errors.Is(err, jobs.ErrNotFound) {
+					return jobs.Record{}, err
+				}
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue // a deletion
 			}
 			var rec jobs.Record
 			if err := json.Unmarshal(e.Value(), &rec); err != nil {
