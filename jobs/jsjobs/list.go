@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,9 +94,13 @@ func (r *Runner) synced(ctx context.Context, t *tails) {
 // loaded waits, at most a store timeout, for the index to have read the
 // store once.
 func (r *Runner) loaded(ctx context.Context, t *tails) error {
-	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	wctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	return t.wait(ctx)
+	if err := t.wait(wctx); err != nil {
+		// The caller's context ended: its error, not the store's.
+		return cmp.Or(ctx.Err(), err)
+	}
+	return nil
 }
 
 // readers bounds the reads of a page's records in flight.
