@@ -117,7 +117,9 @@ type Record struct {
 // State is a job's state. A job submitted with a RunAt is scheduled until
 // it is due; a job is queued until a run starts, running
 // while one does, retrying between a failed run and the next (at
-// Record.NextRun), and ends in one of the terminal states.
+// Record.NextRun), and ends in one of the terminal states. A store may
+// read a job running from the moment a worker process takes it, before
+// its run starts there (jsjobs.Runner says when).
 type State string
 
 const (

@@ -33,11 +33,25 @@ var errJobCanceled = errors.New("job canceled")
 // may have two runs here at once (its message redelivered after a lost
 // lease while the first run ends, or a Retry's message beside it), and a
 // cancel reaches both.
+//
+// They also keep the ids of the last maxNoticed cancels heard, running
+// here or not: a job delivered here but not started (held for a free slot
+// of the pool) was counted running by its cancel, which kept its message,
+// and when it starts it must not run. Its first delivery, which would run
+// it while its record is read, reads the record first instead (handle).
+// A cancel missed (this runner cut off, or more than maxNoticed cancels
+// since) leaves it to that read, which cancels the run as it starts.
 type runs struct {
-	mu   sync.Mutex
-	byID map[string][]*run
-	sub  *nats.Subscription
+	mu      sync.Mutex
+	byID    map[string][]*run
+	noticed map[string]struct{}
+	order   []string // noticed, a ring: next is the oldest once it is full
+	next    int
+	sub     *nats.Subscription
 }
+
+// maxNoticed bounds the cancels remembered (about 64 bytes each).
+const maxNoticed = 4096
 
 // run is one run registered in runs.
 type run struct{ cancel context.CancelCauseFunc }
@@ -51,13 +65,36 @@ func (rs *runs) listen(nc *nats.Conn, stream string) error {
 	return err
 }
 
-// cancel ends the context of every run of job id here.
+// cancel ends the context of every run of job id here, and notes that
+// the job was canceled.
 func (rs *runs) cancel(id string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, r := range rs.byID[id] {
 		r.cancel(errJobCanceled)
 	}
+	if _, ok := rs.noticed[id]; ok {
+		return
+	}
+	if rs.noticed == nil {
+		rs.noticed = make(map[string]struct{})
+	}
+	rs.noticed[id] = struct{}{}
+	if len(rs.order) < maxNoticed {
+		rs.order = append(rs.order, id)
+		return
+	}
+	delete(rs.noticed, rs.order[rs.next])
+	rs.order[rs.next] = id
+	rs.next = (rs.next + 1) % maxNoticed
+}
+
+// canceled reports whether a cancel of job id was heard here.
+func (rs *runs) canceled(id string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	_, ok := rs.noticed[id]
+	return ok
 }
 
 // start registers a run of job id, cancelled by a cancel of the job, until

@@ -124,8 +124,9 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	ctx, done := r.running.start(ctx, id)
 	defer done()
 	// A Retry's message runs a job that has a record, which may say it
-	// must not run (canceled since): it is read first.
-	if d.attempt == 1 && !d.again && bad == "" && d.retryOf == 0 {
+	// must not run (canceled since): it is read first; so is the record of
+	// a job whose cancel was heard here (cancel.go, runs).
+	if d.attempt == 1 && !d.again && bad == "" && d.retryOf == 0 && !r.running.canceled(id) {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {

@@ -33,7 +33,14 @@ import (
 //
 // Records are kept by state. A job waiting in the stream has no record
 // yet: Get answers it as queued from its message, however long it waits,
-// and running once the consumer has delivered it. Its end is the first
+// and running once the consumer has delivered it. Delivered is not yet
+// started: a Source holds a few messages beyond its pool's free slots (its
+// window), and a message it hands back at a stop is delivered again later,
+// so such a job reads running (in Get, List, Counts and the state its
+// Cancel reports) while it waits for a worker. A Source made with
+// natsjs.WithWindow(0) pulls only for free slots, and running then means
+// started, at the price of a round trip before each job starts. Whatever
+// it reads, a job canceled before it starts never runs. Its end is the first
 // write of its record (three replicated writes a job: message, end, ack);
 // a retry or a rerun writes it before it runs, and a live record never
 // expires; an end is written with a per-message TTL, SucceededTTL or

@@ -64,13 +64,13 @@ func (c *cluster) runner(t *testing.T, cfg jsjobs.Config) *jsjobs.Runner {
 }
 
 // consume runs r's jobs on a pool of two workers until the test ends.
-func consume(t *testing.T, r *jsjobs.Runner) *natsjs.Source {
+func consume(t *testing.T, r *jsjobs.Runner, opts ...natsjs.Option) *natsjs.Source {
 	t.Helper()
 	pool, err := crew.New(crew.WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := natsjs.New(pool, r.Consumer(), r.TracedHandle())
+	src, err := natsjs.New(pool, r.Consumer(), r.TracedHandle(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -37,5 +38,30 @@ func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 	endFourth()
 	if !errors.Is(context.Cause(third), errJobCanceled) || !errors.Is(context.Cause(fourth), errJobCanceled) {
 		t.Fatalf("two runs at once: causes %v and %v, want the cancel for both", context.Cause(third), context.Cause(fourth))
+	}
+}
+
+// TestRunsRememberTheLastCancels: a cancel heard for a job not running
+// here is kept, so that the job does not start if it was held here; the
+// oldest are forgotten beyond maxNoticed, a repeated one is kept once.
+func TestRunsRememberTheLastCancels(t *testing.T) {
+	var rs runs
+	if rs.canceled("a") {
+		t.Fatal("a cancel never heard is remembered")
+	}
+	rs.cancel("a")
+	rs.cancel("a")
+	if !rs.canceled("a") || len(rs.order) != 1 {
+		t.Fatalf("after two cancels of a: remembered %v, %d kept", rs.canceled("a"), len(rs.order))
+	}
+	for i := range maxNoticed {
+		rs.cancel(fmt.Sprint("j", i))
+	}
+	if rs.canceled("a") {
+		t.Fatal("the oldest cancel is still remembered beyond maxNoticed")
+	}
+	last := fmt.Sprint("j", maxNoticed-1)
+	if !rs.canceled("j1") || !rs.canceled(last) || len(rs.noticed) != maxNoticed {
+		t.Fatalf("j1 %v, %s %v, %d remembered, want both and %d", rs.canceled("j1"), last, rs.canceled(last), len(rs.noticed), maxNoticed)
 	}
 }
