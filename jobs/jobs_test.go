@@ -153,3 +153,19 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestResultOfSaysWhatIsMissing: the zero Record and a result the store
+// did not keep are errors, not a zero value.
+func TestResultOfSaysWhatIsMissing(t *testing.T) {
+	if _, err := jobs.ResultOf[string](jobs.Record{}); err == nil || !strings.Contains(err.Error(), "zero Record") {
+		t.Fatalf("ResultOf(Record{}): %v", err)
+	}
+	rec := jobs.Record{ID: "j", State: jobs.Succeeded, Error: "result of 9 bytes not kept"}
+	if _, err := jobs.ResultOf[string](rec); !errors.Is(err, jobs.ErrResultNotKept) || !strings.Contains(err.Error(), "9 bytes") {
+		t.Fatalf("ResultOf of a result not kept: %v", err)
+	}
+	rec.Error = ""
+	if got, err := jobs.ResultOf[string](rec); err != nil || got != "" {
+		t.Fatalf("ResultOf of a job with no result: %q %v", got, err)
+	}
+}

@@ -351,13 +351,25 @@ func NewSpec(args Args) (Spec, error) {
 	return Spec{Kind: name, Args: raw}, nil
 }
 
+// ErrResultNotKept is ResultOf's answer for a job that succeeded with a
+// result its store could not keep (over the store's size limit): the
+// record's Error says why.
+var ErrResultNotKept = errors.New("job's result not kept")
+
 // ResultOf decodes a succeeded job's result as its kind's result type R.
+// A result its store did not keep is ErrResultNotKept.
 func ResultOf[R any](rec Record) (R, error) {
 	var r R
+	if rec.State == "" {
+		return r, errors.New("jobs: ResultOf of a record with no state (the zero Record)")
+	}
 	if rec.State != Succeeded {
 		return r, fmt.Errorf("jobs: job %s is %s, not succeeded", rec.ID, rec.State)
 	}
 	if len(rec.Result) == 0 {
+		if rec.Error != "" {
+			return r, fmt.Errorf("%w: job %s: %s", ErrResultNotKept, rec.ID, rec.Error)
+		}
 		return r, nil
 	}
 	err := json.Unmarshal(rec.Result, &r)

@@ -2,6 +2,7 @@ package jsjobs_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,8 @@ func (Report) Kind() string { return "report" }
 
 // TestResultTooBigIsNotSilentlyZero: a job whose result is over the
 // store's message limit is recorded without it (size.go); the caller that
-// reads it with jobs.ResultOf must be told, not handed a zero value and a
-// nil error as if the job had returned "".
+// reads it with jobs.ResultOf is told (jobs.ErrResultNotKept), not handed
+// a zero value and a nil error as if the job had returned "" (as before).
 func TestResultTooBigIsNotSilentlyZero(t *testing.T) {
 	var ks jobs.Kinds
 	if err := jobs.Register(&ks, func(_ context.Context, a Report) (string, error) {
@@ -44,7 +45,7 @@ func TestResultTooBigIsNotSilentlyZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := jobs.ResultOf[string](rec)
-	if err == nil && len(out) != 2<<20 {
-		t.Fatalf("ResultOf: %d bytes and no error; the record (state %s) says %q", len(out), rec.State, rec.Error)
+	if !errors.Is(err, jobs.ErrResultNotKept) || rec.State != jobs.Succeeded {
+		t.Fatalf("ResultOf: %d bytes, error %v, want ErrResultNotKept; the record (state %s) says %q", len(out), err, rec.State, rec.Error)
 	}
 }
