@@ -121,13 +121,14 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 	}
 }
 
-// Close stops listing jobs (List and Counts then wait in vain) and
-// listening for cancels; the jobs running here can then be cancelled only
+// Close stops listing jobs (List and Counts then answer ErrUnavailable)
+// and listening for cancels; the jobs running here can then be cancelled only
 // through their records, and drops the ends of runs not yet written
 // after their lease was lost (late.go): those jobs run again. A second
 // Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
+		r.closed.Store(true)
 		r.listing.Do(func() {}) // none starts after this
 		if r.listed != nil {
 			r.listed.close()

@@ -12,10 +12,11 @@ import (
 )
 
 // tails starts the index's tails at the first call, and returns them;
-// ErrUnavailable for a runner closed before any.
+// ErrUnavailable for a closed runner, whose index no longer follows the
+// store.
 func (r *Runner) tails() (*tails, error) {
 	r.listing.Do(func() { r.listed = r.follow(r.bucket) })
-	if r.listed == nil {
+	if r.closed.Load() || r.listed == nil {
 		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
 	}
 	return r.listed, nil

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -66,12 +67,13 @@ type Runner struct {
 
 	succeededTTL, failedTTL time.Duration
 
-	running  runs      // the jobs running here, for Cancel
-	late     lateEnds  // ends written after their lease was lost (late.go)
-	listing  sync.Once // starts listed at the first List or Counts
-	listed   *tails    // the index List and Counts read; nil until then
-	closing  sync.Once // Close
-	closeErr error     // the first Close's
+	running  runs        // the jobs running here, for Cancel
+	late     lateEnds    // ends written after their lease was lost (late.go)
+	listing  sync.Once   // starts listed at the first List or Counts
+	listed   *tails      // the index List and Counts read; nil until then
+	closing  sync.Once   // Close
+	closed   atomic.Bool // Close has begun: List and Counts refuse
+	closeErr error       // the first Close's
 	bucket   string
 	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
 	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
