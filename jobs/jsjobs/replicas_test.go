@@ -188,3 +188,24 @@ func TestJetStreamReplicasRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBadSettingsAreNamed: a setting out of range is refused by name and
+// value, not by a dump of the whole Config; MaxTimeout alone lowers the
+// default timeout with it.
+func TestBadSettingsAreNamed(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	cfg := jsConfig()
+	cfg.MaxDelay, cfg.Replicas = -time.Hour, 6
+	_, err := jsjobs.New(ctx, c.js, cfg)
+	if err == nil || !strings.Contains(err.Error(), "MaxDelay -1h0m0s, want more than 0") || !strings.Contains(err.Error(), "Replicas 6, want 1..5") || strings.Contains(err.Error(), "Kinds") {
+		t.Fatalf("New with a negative MaxDelay and 6 replicas: %v", err)
+	}
+	cfg = jsConfig()
+	cfg.DefaultTimeout, cfg.MaxTimeout = 0, 10*time.Second
+	r, err := jsjobs.New(ctx, c.js, cfg)
+	if err != nil {
+		t.Fatalf("New with MaxTimeout alone: %v", err)
+	}
+	closeRunner(t, r)
+}

@@ -129,7 +129,8 @@ type Config struct {
 	Kinds *jobs.Kinds
 
 	// DefaultTimeout is a job's timeout when its spec gives none (0 is
-	// 30 s); MaxTimeout the longest a spec may give (0 is 5 minutes).
+	// 30 s, or MaxTimeout if less); MaxTimeout the longest a spec may give
+	// (0 is 5 minutes, or DefaultTimeout if more).
 	DefaultTimeout, MaxTimeout time.Duration
 
 	// StoreTimeout bounds each read or write of a record and each publish
@@ -150,6 +151,9 @@ func (cfg *Config) defaults() {
 	def(&cfg.Stream, "jobs")
 	def(&cfg.Consumer, "jobs")
 	def(&cfg.Bucket, "jobs")
+	if cfg.DefaultTimeout == 0 && cfg.MaxTimeout > 0 {
+		cfg.DefaultTimeout = min(30*time.Second, cfg.MaxTimeout)
+	}
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
@@ -173,6 +177,27 @@ func (cfg *Config) defaults() {
 	}
 }
 
+// bad names each of cfg's settings out of range, after defaults.
+func (cfg *Config) bad() []string {
+	var bad []string
+	check := func(ok bool, format string, a ...any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf(format, a...))
+		}
+	}
+	check(cfg.StoreBytes >= 1, "StoreBytes %d, want at least 1", cfg.StoreBytes)
+	check(cfg.SucceededTTL >= time.Second, "SucceededTTL %v, want at least 1s", cfg.SucceededTTL)
+	check(cfg.FailedTTL >= time.Second, "FailedTTL %v, want at least 1s", cfg.FailedTTL)
+	check(cfg.AckWait > 0, "AckWait %v, want more than 0", cfg.AckWait)
+	check(cfg.MaxAttempts >= 1 && cfg.MaxAttempts <= jobs.MaxMaxAttempts, "MaxAttempts %d, want 1..%d", cfg.MaxAttempts, jobs.MaxMaxAttempts)
+	check(cfg.DefaultTimeout > 0, "DefaultTimeout %v, want more than 0", cfg.DefaultTimeout)
+	check(cfg.MaxTimeout >= cfg.DefaultTimeout, "MaxTimeout %v, want at least DefaultTimeout %v", cfg.MaxTimeout, cfg.DefaultTimeout)
+	check(cfg.MaxDelay > 0, "MaxDelay %v, want more than 0", cfg.MaxDelay)
+	check(cfg.Replicas >= 1 && cfg.Replicas <= MaxReplicas, "Replicas %d, want 1..%d", cfg.Replicas, MaxReplicas)
+	check(cfg.StoreTimeout >= 0, "StoreTimeout %v, want 0 (the default) or more", cfg.StoreTimeout)
+	return bad
+}
+
 // DefaultStoreTimeout is Config.StoreTimeout's default: an
 // answer slower than this is an outage (a leader lost, a server cut off).
 const DefaultStoreTimeout = 2 * time.Second
@@ -190,9 +215,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
 		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
 	}
-	if cfg.StoreBytes < 1 || cfg.SucceededTTL < time.Second || cfg.FailedTTL < time.Second || cfg.AckWait <= 0 || cfg.MaxAttempts < 1 || cfg.MaxAttempts > jobs.MaxMaxAttempts || cfg.DefaultTimeout <= 0 || cfg.MaxTimeout < cfg.DefaultTimeout ||
-		cfg.Replicas < 1 || cfg.Replicas > MaxReplicas || cfg.StoreTimeout < 0 {
-		return nil, fmt.Errorf("jetstream runner: bad settings %+v", cfg)
+	if bad := cfg.bad(); len(bad) > 0 {
+		return nil, fmt.Errorf("jetstream runner: bad settings: %s", strings.Join(bad, "; "))
 	}
 	r := &Runner{
 		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
