@@ -45,7 +45,10 @@ type KeyedRunner interface {
 	// SubmitOnce is Submit under a client's idempotency key: the first
 	// request with the key submits the job; a later one with the same spec
 	// gets the same job's record and replayed true, one with another spec
-	// ErrKeyReused. An invalid key is an *InvalidError.
+	// ErrKeyReused. An invalid key is an *InvalidError. A ctx already
+	// ended refuses the request; once begun, it goes on to its answer (at
+	// most KeyedTimeout) whatever ctx does, so that a client that gave up
+	// and asks again under the key finds the job this request made.
 	SubmitOnce(ctx context.Context, spec Spec, key string) (rec Record, replayed bool, err error)
 }
 

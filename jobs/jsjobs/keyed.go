@@ -38,6 +38,9 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := jobs.CheckKey(key); err != nil {
 		return jobs.Record{}, false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return jobs.Record{}, false, err
+	}
 	// A client that goes away does not stop its keyed submit halfway: its
 	// retry will ask for the same job.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobs.KeyedTimeout)

@@ -13,6 +13,9 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := jobs.CheckKey(key); err != nil {
 		return jobs.Record{}, false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return jobs.Record{}, false, err
+	}
 	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
 	if err != nil {
 		return jobs.Record{}, false, err

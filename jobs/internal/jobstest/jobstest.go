@@ -217,4 +217,14 @@ func CheckKeyed(t *testing.T, runners ...jobs.KeyedRunner) {
 			t.Fatalf("key %.20q: %v", key, err)
 		}
 	}
+	// A context already ended refuses the request, and makes no job: the
+	// key is free for the next request.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := r.SubmitOnce(ended, Factorial(12), "ended"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a keyed submit with its context cancelled: %v", err)
+	}
+	if _, replayed, err := r.SubmitOnce(context.Background(), Factorial(13), "ended"); err != nil || replayed {
+		t.Fatalf("the key of a refused request, used again: replayed %v, %v", replayed, err)
+	}
 }
