@@ -169,3 +169,16 @@ func TestResultOfSaysWhatIsMissing(t *testing.T) {
 		t.Fatalf("ResultOf of a job with no result: %q %v", got, err)
 	}
 }
+
+// TestNilKinds: registering into a nil *Kinds is an error, and a nil
+// *Kinds has no names, rather than a panic.
+func TestNilKinds(t *testing.T) {
+	err := jobs.Register(nil, func(context.Context, resize) (string, error) { return "", nil })
+	if err == nil || !strings.Contains(err.Error(), "nil *Kinds") {
+		t.Fatalf("Register(nil, ...): %v", err)
+	}
+	var ks *jobs.Kinds
+	if names := ks.Names(); len(names) != 0 {
+		t.Fatalf("a nil *Kinds has names %v", names)
+	}
+}

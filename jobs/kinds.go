@@ -69,6 +69,9 @@ const MaxKindLen = 64
 // one, one longer than MaxKindLen or with characters other than letters,
 // digits, '_', '-' and '.'.
 func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R, error), opts ...KindOption) error {
+	if ks == nil {
+		return errors.New("jobs: Register: nil *Kinds (declare a jobs.Kinds and pass its address)")
+	}
 	if run == nil {
 		return errors.New("jobs: Register: nil run function")
 	}
@@ -228,8 +231,11 @@ func typeName(t reflect.Type) string {
 	return t.String()
 }
 
-// Names returns the kinds' names, sorted.
+// Names returns the kinds' names, sorted (none for a nil *Kinds).
 func (ks *Kinds) Names() []string {
+	if ks == nil {
+		return nil
+	}
 	names := make([]string, 0, len(ks.byName))
 	for n := range ks.byName {
 		names = append(names, n)
