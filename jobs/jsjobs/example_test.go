@@ -47,6 +47,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer runner.Close()
 
 	// The worker side: any number of processes sharing the stream.
 	pool, _ := crew.New()
