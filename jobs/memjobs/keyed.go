@@ -16,7 +16,8 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := ctx.Err(); err != nil {
 		return jobs.Record{}, false, err
 	}
-	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
+	def, longest := r.timeouts()
+	job, err := r.Kinds.Prepare(spec, def, longest)
 	if err != nil {
 		return jobs.Record{}, false, err
 	}

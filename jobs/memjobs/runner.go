@@ -18,8 +18,24 @@ type Runner struct {
 	Pool           *crew.Pool
 	Store          *Store
 	Kinds          *jobs.Kinds   // the kinds of job accepted
-	DefaultTimeout time.Duration // a job's timeout when its spec gives none
-	MaxTimeout     time.Duration // the longest a spec may give
+	DefaultTimeout time.Duration // a job's timeout when its spec gives none (0: 30 s, or MaxTimeout if less)
+	MaxTimeout     time.Duration // the longest a spec may give (0: 5 minutes, or DefaultTimeout if more)
+}
+
+// timeouts are the default and the longest timeout of a job, defaults
+// applied as jsjobs applies them.
+func (r *Runner) timeouts() (def, longest time.Duration) {
+	def, longest = r.DefaultTimeout, r.MaxTimeout
+	if def == 0 {
+		def = 30 * time.Second
+		if longest > 0 {
+			def = min(def, longest)
+		}
+	}
+	if longest == 0 {
+		longest = max(5*time.Minute, def)
+	}
+	return def, longest
 }
 
 var (
@@ -86,7 +102,8 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 
 // prepare checks spec as Submit does.
 func (r *Runner) prepare(spec jobs.Spec) (jobs.Prepared, error) {
-	job, err := r.Kinds.Prepare(spec, r.DefaultTimeout, r.MaxTimeout)
+	def, longest := r.timeouts()
+	job, err := r.Kinds.Prepare(spec, def, longest)
 	if err != nil {
 		return jobs.Prepared{}, err
 	}

@@ -3,6 +3,7 @@ package memjobs_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -108,4 +109,20 @@ func TestStatesFollowTheTask(t *testing.T) {
 			t.Fatalf("Submit after shutdown = %v", err)
 		}
 	})
+}
+
+// TestTimeoutsDefault: a Runner with no timeouts set takes jsjobs's
+// defaults (30 s a job, at most 5 minutes) rather than refuse every job
+// with "timeout 0s: want more than 0 and at most 0s".
+func TestTimeoutsDefault(t *testing.T) {
+	r, _ := newRunner(t, 10, time.Minute, map[string]int{})
+	r.DefaultTimeout, r.MaxTimeout = 0, 0
+	if _, err := r.Submit(context.Background(), factorial(3)); err != nil {
+		t.Fatalf("Submit with no timeouts set: %v", err)
+	}
+	long := factorial(3)
+	long.Timeout = jobs.Duration(6 * time.Minute)
+	if _, err := r.Submit(context.Background(), long); err == nil || !strings.Contains(err.Error(), "at most 5m0s") {
+		t.Fatalf("a timeout over the default most: %v", err)
+	}
 }
