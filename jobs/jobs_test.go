@@ -182,3 +182,17 @@ func TestNilKinds(t *testing.T) {
 		t.Fatalf("a nil *Kinds has names %v", names)
 	}
 }
+
+// TestUnknownKindIsBoth: Prepare's error for a kind not registered is an
+// *InvalidError (a 400 at submit) and ErrUnknownKind (a retry at run).
+func TestUnknownKindIsBoth(t *testing.T) {
+	var ks jobs.Kinds
+	_, err := ks.Prepare(jobs.Spec{Kind: "nope", Args: []byte(`{}`)}, time.Second, time.Minute)
+	var invalid *jobs.InvalidError
+	if !errors.As(err, &invalid) || !errors.Is(err, jobs.ErrUnknownKind) || !strings.Contains(err.Error(), `kind "nope"`) {
+		t.Fatalf("Prepare of an unknown kind: %v", err)
+	}
+	if _, err := ks.Prepare(jobs.Spec{Args: []byte(`{}`)}, time.Second, time.Minute); errors.Is(err, jobs.ErrUnknownKind) {
+		t.Fatalf("a spec with no kind is not of an unknown kind: %v", err)
+	}
+}

@@ -286,7 +286,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	}
 	k, ok := ks.byName[spec.Kind]
 	if !ok {
-		return Prepared{}, &InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}
+		return Prepared{}, unknownKind{&InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}}
 	}
 	normal, run, err := k.prepare(spec.Args)
 	if err != nil {
@@ -356,6 +356,18 @@ func NewSpec(args Args) (Spec, error) {
 	}
 	return Spec{Kind: name, Args: raw}, nil
 }
+
+// ErrUnknownKind is in the error of Prepare for a kind not registered,
+// an *InvalidError too. A store refuses such a job at Submit; one
+// delivered to a worker without the kind (a deploy that reached the
+// submitters first) is a failed attempt, retried (jsjobs).
+var ErrUnknownKind = errors.New("kind of job not registered")
+
+// unknownKind is an *InvalidError that is also ErrUnknownKind.
+type unknownKind struct{ *InvalidError }
+
+func (e unknownKind) Unwrap() error        { return e.InvalidError }
+func (e unknownKind) Is(target error) bool { return target == ErrUnknownKind }
 
 // ErrResultNotKept is ResultOf's answer for a job that succeeded with a
 // result its store could not keep (over the store's size limit): the

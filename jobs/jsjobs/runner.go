@@ -125,7 +125,10 @@ type Config struct {
 	Backoff func(attempt int) time.Duration
 
 	// Kinds are the kinds of job accepted and run; a job of another kind
-	// is refused at Submit and failed if it is delivered.
+	// is refused at Submit. Delivered (submitted by a process that has
+	// the kind: a deploy that reached the submitters first), each run of
+	// it here is a failed attempt, retried with backoff until a runner
+	// that has the kind takes it or its attempts are spent.
 	Kinds *jobs.Kinds
 
 	// DefaultTimeout is a job's timeout when its spec gives none (0 is
