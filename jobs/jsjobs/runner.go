@@ -651,8 +651,9 @@ const deliveredEvery = 250 * time.Millisecond
 
 // Wait waits until the job has ended and returns its record: at once if
 // it has, else when the record changes to a terminal state, or when ctx
-// ends (with ctx's error). It watches the job's key, so it costs no
-// polling.
+// ends (with ctx's error). A job found nowhere (an unknown id, a record
+// expired) is ErrNotFound at once. It watches the job's key, so it costs
+// no polling.
 func (r *Runner) Wait(ctx context.Context, id string) (jobs.Record, error) {
 	if !jobs.ValidID(id) {
 		return jobs.Record{}, jobs.ErrNotFound
