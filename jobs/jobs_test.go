@@ -183,8 +183,10 @@ func TestNilKinds(t *testing.T) {
 	}
 }
 
-// TestUnknownKindIsBoth: Prepare's error for a kind not registered is an
-// *InvalidError (a 400 at submit) and ErrUnknownKind (a retry at run).
+// TestUnknownKindIsBoth: Prepare's error for a kind not registered, or an
+// argument its kind lacks, is an *InvalidError (a 400 at submit) and
+// ErrUnknownKind or ErrUnknownField (a retry at run); other refusals are
+// neither.
 func TestUnknownKindIsBoth(t *testing.T) {
 	var ks jobs.Kinds
 	_, err := ks.Prepare(jobs.Spec{Kind: "nope", Args: []byte(`{}`)}, time.Second, time.Minute)
@@ -194,5 +196,15 @@ func TestUnknownKindIsBoth(t *testing.T) {
 	}
 	if _, err := ks.Prepare(jobs.Spec{Args: []byte(`{}`)}, time.Second, time.Minute); errors.Is(err, jobs.ErrUnknownKind) {
 		t.Fatalf("a spec with no kind is not of an unknown kind: %v", err)
+	}
+	if err := jobs.Register(&ks, func(context.Context, resize) (string, error) { return "", nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ks.Prepare(jobs.Spec{Kind: "resize", Args: []byte(`{"url":"u","width":1,"height":2}`)}, time.Second, time.Minute)
+	if !errors.As(err, &invalid) || !errors.Is(err, jobs.ErrUnknownField) || errors.Is(err, jobs.ErrUnknownKind) || err.Error() != `invalid job: resize job: unknown field "height"` {
+		t.Fatalf("Prepare with an unknown field: %v", err)
+	}
+	if _, err := ks.Prepare(jobs.Spec{Kind: "resize", Args: []byte(`{"url":"u","width":0}`)}, time.Second, time.Minute); errors.Is(err, jobs.ErrUnknownField) || errors.Is(err, jobs.ErrUnknownKind) {
+		t.Fatalf("arguments refused by Validate are not unknown: %v", err)
 	}
 }

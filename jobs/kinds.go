@@ -95,7 +95,9 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 	}
 	k.prepare = func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
 		var args A
-		if err := decodeArgs(raw, &args); err != nil {
+		if err := decodeArgs(raw, &args); errors.As(err, new(unknownField)) {
+			return nil, nil, unknownKind{&InvalidError{fmt.Sprintf("%s job: %v", name, err)}, ErrUnknownField}
+		} else if err != nil {
 			return nil, nil, &InvalidError{fmt.Sprintf("%s job: %v", name, err)}
 		}
 		if v, ok := any(args).(Validator); ok {
@@ -164,7 +166,7 @@ func decodeArgs(raw json.RawMessage, args any) error {
 	case errors.As(err, &typeErr):
 		return fmt.Errorf("its arguments: want a JSON object, got %s", jsonValue(typeErr.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return unknownField(strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	if field := failingField(raw, args); field != "" {
 		// A value its type's own decoder refused (a time.Time's, say),
@@ -286,7 +288,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	}
 	k, ok := ks.byName[spec.Kind]
 	if !ok {
-		return Prepared{}, unknownKind{&InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}}
+		return Prepared{}, unknownKind{&InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}, ErrUnknownKind}
 	}
 	normal, run, err := k.prepare(spec.Args)
 	if err != nil {
@@ -358,16 +360,30 @@ func NewSpec(args Args) (Spec, error) {
 }
 
 // ErrUnknownKind is in the error of Prepare for a kind not registered,
-// an *InvalidError too. A store refuses such a job at Submit; one
-// delivered to a worker without the kind (a deploy that reached the
-// submitters first) is a failed attempt, retried (jsjobs).
-var ErrUnknownKind = errors.New("kind of job not registered")
+// and ErrUnknownField for arguments with a field their kind does not
+// have; each is an *InvalidError too. A store refuses such a job at
+// Submit; one delivered to a worker that lacks the kind or the field (a
+// deploy that reached the submitters first) is a failed attempt there,
+// retried (jsjobs).
+var (
+	ErrUnknownKind  = errors.New("kind of job not registered")
+	ErrUnknownField = errors.New("field of a job's arguments unknown to its kind")
+)
 
-// unknownKind is an *InvalidError that is also ErrUnknownKind.
-type unknownKind struct{ *InvalidError }
+// unknownKind is an *InvalidError that is also ErrUnknownKind or
+// ErrUnknownField (is).
+type unknownKind struct {
+	*InvalidError
+	is error
+}
 
 func (e unknownKind) Unwrap() error        { return e.InvalidError }
-func (e unknownKind) Is(target error) bool { return target == ErrUnknownKind }
+func (e unknownKind) Is(target error) bool { return target == e.is }
+
+// unknownField is decodeArgs's error for a field args does not have.
+type unknownField string
+
+func (f unknownField) Error() string { return "unknown field " + string(f) }
 
 // ErrResultNotKept is ResultOf's answer for a job that succeeded with a
 // result its store could not keep (over the store's size limit): the

@@ -113,12 +113,12 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	spec.RunAt = time.Time{}
 	if err != nil {
 		spec, bad = jobs.Spec{}, "undecodable job: "+err.Error()
-	} else if job, err = r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout); errors.Is(err, jobs.ErrUnknownKind) {
-		// A kind its submitter had and this worker lacks: a deploy that
-		// reached the submitters first. Each run here is a failed
-		// attempt, retried with backoff, until a worker that has the kind
-		// takes it or the attempts are spent.
-		lacked := fmt.Errorf("%w on this worker: %.80q (it has %s)", jobs.ErrUnknownKind, spec.Kind, strings.Join(r.kinds.Names(), ", "))
+	} else if job, err = r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout); errors.Is(err, jobs.ErrUnknownKind) || errors.Is(err, jobs.ErrUnknownField) {
+		// A kind, or a field of its arguments, that its submitter had and
+		// this worker lacks: a deploy that reached the submitters first.
+		// Each run here is a failed attempt, retried with backoff, until
+		// a worker that has them takes it or the attempts are spent.
+		lacked := fmt.Errorf("this worker lacks it: %w", err)
 		job = jobs.Prepared{Timeout: r.defaultTimeout, MaxAttempts: spec.MaxAttempts, Run: func(context.Context) (json.RawMessage, error) {
 			return nil, lacked
 		}}

@@ -124,11 +124,12 @@ type Config struct {
 	// run failed; nil is jobs.Backoff (about 2^attempt s, at most 1 h).
 	Backoff func(attempt int) time.Duration
 
-	// Kinds are the kinds of job accepted and run; a job of another kind
-	// is refused at Submit. Delivered (submitted by a process that has
-	// the kind: a deploy that reached the submitters first), each run of
-	// it here is a failed attempt, retried with backoff until a runner
-	// that has the kind takes it or its attempts are spent.
+	// Kinds are the kinds of job accepted and run; a job of another kind,
+	// or with an argument its kind lacks, is refused at Submit. Delivered
+	// (submitted by a process that has them: a deploy that reached the
+	// submitters first), each run of it here is a failed attempt, retried
+	// with backoff until a runner that has them takes it or its attempts
+	// are spent.
 	Kinds *jobs.Kinds
 
 	// DefaultTimeout is a job's timeout when its spec gives none (0 is

@@ -318,13 +318,19 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 		t.Fatalf("job run without a record: %+v", got)
 	}
 
-	// A kind this runner lacks: a failed attempt, retried while attempts
-	// remain (a runner that has the kind may come), then failed.
-	if err := r.HandleDelivery(ctx, "jobs.00000000000000cc", spec(jobs.Spec{Kind: "dance"})); err == nil {
-		t.Fatal("a kind this runner lacks: acked at once, not retried")
-	}
-	if got := eventually(t, r, "00000000000000cc", jobs.Retrying); got.Attempts != 1 || !strings.Contains(got.Error, `"dance"`) {
-		t.Fatalf("a kind this runner lacks: %+v", got)
+	// A kind, or an argument, this runner lacks: a failed attempt,
+	// retried while attempts remain (a runner that has them may come),
+	// then failed.
+	for id, data := range map[string][]byte{
+		"00000000000000cc": spec(jobs.Spec{Kind: "dance"}),
+		"00000000000000dd": []byte(`{"kind":"sleep","args":{"duration":"1s","colour":"red"}}`),
+	} {
+		if err := r.HandleDelivery(ctx, "jobs."+id, data); err == nil {
+			t.Fatalf("%s, which this runner cannot run: acked at once, not retried", data)
+		}
+		if got := eventually(t, r, id, jobs.Retrying); got.Attempts != 1 || !strings.Contains(got.Error, "this worker lacks it") {
+			t.Fatalf("%s, which this runner cannot run: %+v", data, got)
+		}
 	}
 	if err := r.HandleDelivery(ctx, "jobs.00000000000000ce", spec(jobs.Spec{Kind: "dance", MaxAttempts: 1})); err != nil {
 		t.Fatalf("a kind this runner lacks, its one attempt spent: %v", err)
@@ -336,7 +342,7 @@ func TestJetStreamHandleIsIdempotent(t *testing.T) {
 	// Not a job, or a bad one: failed, acked.
 	for id, data := range map[string][]byte{
 		"00000000000000bb": []byte("{not json"),
-		"00000000000000dd": []byte(`{"kind":"sleep","args":{"duration":"1s","colour":"red"}}`),
+		"00000000000000de": []byte(`{"kind":"sleep","args":{"duration":"yesterday"}}`),
 	} {
 		if err := r.HandleDelivery(ctx, "jobs."+id, data); err != nil {
 			t.Fatalf("%s: %v: a bad job would be retried for ever", data, err)
