@@ -52,8 +52,8 @@ func TestUnknownKindWaitsForAWorkerThatHasIt(t *testing.T) {
 			break
 		}
 	}
-	if rec.State.Terminal() || rec.Attempts < 2 || !strings.Contains(rec.Error, `"yell"`) {
-		t.Fatalf("a kind the worker lacks: %s after %d attempts, error %q; want it retried", rec.State, rec.Attempts, rec.Error)
+	if rec.State.Terminal() || rec.Attempts < 2 || len(rec.Errors) == 0 || !strings.Contains(rec.Errors[0].Error, `"yell"`) {
+		t.Fatalf("a kind the worker lacks: %s after %d attempts, errors %+v; want it retried", rec.State, rec.Attempts, rec.Errors)
 	}
 	stopSource(t, oldSrc)
 	consume(t, front)
