@@ -208,3 +208,19 @@ func TestUnknownKindIsBoth(t *testing.T) {
 		t.Fatalf("arguments refused by Validate are not unknown: %v", err)
 	}
 }
+
+// TestTimeouts: a store's timeouts with its defaults applied.
+func TestTimeouts(t *testing.T) {
+	for _, c := range []struct{ def, longest, wantDef, wantLongest time.Duration }{
+		{0, 0, 30 * time.Second, 5 * time.Minute},
+		{0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
+		{0, time.Hour, 30 * time.Second, time.Hour},
+		{10 * time.Minute, 0, 10 * time.Minute, 10 * time.Minute},
+		{time.Second, 0, time.Second, 5 * time.Minute},
+		{time.Second, time.Minute, time.Second, time.Minute},
+	} {
+		if def, longest := jobs.Timeouts(c.def, c.longest); def != c.wantDef || longest != c.wantLongest {
+			t.Errorf("Timeouts(%v, %v) = %v, %v; want %v, %v", c.def, c.longest, def, longest, c.wantDef, c.wantLongest)
+		}
+	}
+}

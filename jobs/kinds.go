@@ -96,7 +96,7 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 	k.prepare = func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
 		var args A
 		if err := decodeArgs(raw, &args); errors.As(err, new(unknownField)) {
-			return nil, nil, unknownKind{&InvalidError{fmt.Sprintf("%s job: %v", name, err)}, ErrUnknownField}
+			return nil, nil, unknownError{&InvalidError{fmt.Sprintf("%s job: %v", name, err)}, ErrUnknownField}
 		} else if err != nil {
 			return nil, nil, &InvalidError{fmt.Sprintf("%s job: %v", name, err)}
 		}
@@ -246,6 +246,29 @@ func (ks *Kinds) Names() []string {
 	return names
 }
 
+// DefaultTimeout and DefaultMaxTimeout are a store's timeouts of a job
+// where its settings give none.
+const (
+	DefaultTimeout    = 30 * time.Second
+	DefaultMaxTimeout = 5 * time.Minute
+)
+
+// Timeouts applies a store's defaults to its settings: def 0 is
+// DefaultTimeout, or longest if that is less; longest 0 is
+// DefaultMaxTimeout, or def if that is more.
+func Timeouts(def, longest time.Duration) (time.Duration, time.Duration) {
+	if def == 0 {
+		def = DefaultTimeout
+		if longest > 0 {
+			def = min(def, longest)
+		}
+	}
+	if longest == 0 {
+		longest = max(DefaultMaxTimeout, def)
+	}
+	return def, longest
+}
+
 // Prepared is a job checked against its kind: its timeout, its
 // arguments normalised, and the function that runs it once.
 type Prepared struct {
@@ -288,7 +311,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	}
 	k, ok := ks.byName[spec.Kind]
 	if !ok {
-		return Prepared{}, unknownKind{&InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}, ErrUnknownKind}
+		return Prepared{}, unknownError{&InvalidError{fmt.Sprintf("kind %.80q: want %s", spec.Kind, strings.Join(ks.Names(), " or "))}, ErrUnknownKind}
 	}
 	normal, run, err := k.prepare(spec.Args)
 	if err != nil {
@@ -370,15 +393,15 @@ var (
 	ErrUnknownField = errors.New("field of a job's arguments unknown to its kind")
 )
 
-// unknownKind is an *InvalidError that is also ErrUnknownKind or
+// unknownError is an *InvalidError that is also ErrUnknownKind or
 // ErrUnknownField (is).
-type unknownKind struct {
+type unknownError struct {
 	*InvalidError
 	is error
 }
 
-func (e unknownKind) Unwrap() error        { return e.InvalidError }
-func (e unknownKind) Is(target error) bool { return target == e.is }
+func (e unknownError) Unwrap() error        { return e.InvalidError }
+func (e unknownError) Is(target error) bool { return target == e.is }
 
 // unknownField is decodeArgs's error for a field args does not have.
 type unknownField string

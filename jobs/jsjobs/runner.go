@@ -132,9 +132,9 @@ type Config struct {
 	// are spent.
 	Kinds *jobs.Kinds
 
-	// DefaultTimeout is a job's timeout when its spec gives none (0 is
-	// 30 s, or MaxTimeout if less); MaxTimeout the longest a spec may give
-	// (0 is 5 minutes, or DefaultTimeout if more).
+	// DefaultTimeout is a job's timeout when its spec gives none;
+	// MaxTimeout the longest a spec may give. Zero is jobs.Timeouts's
+	// default (30 s and 5 minutes).
 	DefaultTimeout, MaxTimeout time.Duration
 
 	// StoreTimeout bounds each read or write of a record and each publish
@@ -155,14 +155,12 @@ func (cfg *Config) defaults() {
 	def(&cfg.Stream, "jobs")
 	def(&cfg.Consumer, "jobs")
 	def(&cfg.Bucket, "jobs")
-	if cfg.DefaultTimeout == 0 && cfg.MaxTimeout > 0 {
-		cfg.DefaultTimeout = min(30*time.Second, cfg.MaxTimeout)
-	}
+	cfg.DefaultTimeout, cfg.MaxTimeout = jobs.Timeouts(cfg.DefaultTimeout, cfg.MaxTimeout)
 	for _, d := range []struct {
 		p *time.Duration
 		v time.Duration
-	}{{&cfg.MaxDelay, 30 * 24 * time.Hour}, {&cfg.SucceededTTL, time.Hour}, {&cfg.FailedTTL, 24 * time.Hour}, {&cfg.AckWait, 30 * time.Second}, {&cfg.DefaultTimeout, 30 * time.Second},
-		{&cfg.MaxTimeout, max(5*time.Minute, cfg.DefaultTimeout)}, {&cfg.StoreTimeout, DefaultStoreTimeout}} {
+	}{{&cfg.MaxDelay, 30 * 24 * time.Hour}, {&cfg.SucceededTTL, time.Hour}, {&cfg.FailedTTL, 24 * time.Hour}, {&cfg.AckWait, 30 * time.Second},
+		{&cfg.StoreTimeout, DefaultStoreTimeout}} {
 		if *d.p == 0 {
 			*d.p = d.v
 		}

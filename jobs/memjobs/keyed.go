@@ -16,7 +16,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := ctx.Err(); err != nil {
 		return jobs.Record{}, false, err
 	}
-	def, longest := r.timeouts()
+	def, longest := jobs.Timeouts(r.DefaultTimeout, r.MaxTimeout)
 	job, err := r.Kinds.Prepare(spec, def, longest)
 	if err != nil {
 		return jobs.Record{}, false, err

@@ -18,24 +18,8 @@ type Runner struct {
 	Pool           *crew.Pool
 	Store          *Store
 	Kinds          *jobs.Kinds   // the kinds of job accepted
-	DefaultTimeout time.Duration // a job's timeout when its spec gives none (0: 30 s, or MaxTimeout if less)
-	MaxTimeout     time.Duration // the longest a spec may give (0: 5 minutes, or DefaultTimeout if more)
-}
-
-// timeouts are the default and the longest timeout of a job, defaults
-// applied as jsjobs applies them.
-func (r *Runner) timeouts() (def, longest time.Duration) {
-	def, longest = r.DefaultTimeout, r.MaxTimeout
-	if def == 0 {
-		def = 30 * time.Second
-		if longest > 0 {
-			def = min(def, longest)
-		}
-	}
-	if longest == 0 {
-		longest = max(5*time.Minute, def)
-	}
-	return def, longest
+	DefaultTimeout time.Duration // a job's timeout when its spec gives none (0: jobs.Timeouts's default)
+	MaxTimeout     time.Duration // the longest a spec may give (0: jobs.Timeouts's default)
 }
 
 var (
@@ -102,7 +86,7 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 
 // prepare checks spec as Submit does.
 func (r *Runner) prepare(spec jobs.Spec) (jobs.Prepared, error) {
-	def, longest := r.timeouts()
+	def, longest := jobs.Timeouts(r.DefaultTimeout, r.MaxTimeout)
 	job, err := r.Kinds.Prepare(spec, def, longest)
 	if err != nil {
 		return jobs.Prepared{}, err
