@@ -89,17 +89,10 @@ func (rs *runs) cancel(id string) {
 	rs.next = (rs.next + 1) % maxNoticed
 }
 
-// canceled reports whether a cancel of job id was heard here.
-func (rs *runs) canceled(id string) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	_, ok := rs.noticed[id]
-	return ok
-}
-
 // start registers a run of job id, cancelled by a cancel of the job, until
-// the func it returns is called.
-func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) {
+// the func it returns is called; canceled reports whether a cancel of the
+// job was heard here already.
+func (rs *runs) start(ctx context.Context, id string) (_ context.Context, done func(), canceled bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	r := &run{cancel: cancel}
 	rs.mu.Lock()
@@ -107,6 +100,7 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 		rs.byID = make(map[string][]*run)
 	}
 	rs.byID[id] = append(rs.byID[id], r)
+	_, canceled = rs.noticed[id]
 	rs.mu.Unlock()
 	return ctx, func() {
 		rs.mu.Lock()
@@ -118,7 +112,7 @@ func (rs *runs) start(ctx context.Context, id string) (context.Context, func()) 
 		}
 		rs.mu.Unlock()
 		cancel(nil)
-	}
+	}, canceled
 }
 
 // Close stops listing jobs (List and Counts then answer ErrUnavailable)

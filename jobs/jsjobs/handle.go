@@ -131,12 +131,12 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	var run jobRun
 	var m marking
 	// A cancel of the job ends the run's context (cancel.go).
-	ctx, done := r.running.start(ctx, id)
+	ctx, done, canceled := r.running.start(ctx, id)
 	defer done()
 	// A Retry's message runs a job that has a record, which may say it
 	// must not run (canceled since): it is read first; so is the record of
 	// a job whose cancel was heard here (cancel.go, runs).
-	if d.attempt == 1 && !d.again && bad == "" && d.retryOf == 0 && !r.running.canceled(id) {
+	if d.attempt == 1 && !d.again && bad == "" && d.retryOf == 0 && !canceled {
 		runCtx, stop := context.WithCancelCause(ctx)
 		marked := make(chan marking, 1)
 		go func() {

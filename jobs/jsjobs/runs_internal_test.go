@@ -12,9 +12,9 @@ import (
 // registered, still cancellable.
 func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 	var rs runs
-	first, endFirst := rs.start(context.Background(), "a")
-	second, endSecond := rs.start(context.Background(), "a")
-	other, endOther := rs.start(context.Background(), "b")
+	first, endFirst, _ := rs.start(context.Background(), "a")
+	second, endSecond, _ := rs.start(context.Background(), "a")
+	other, endOther, _ := rs.start(context.Background(), "b")
 	defer endOther()
 	endFirst()
 	if first.Err() == nil {
@@ -31,8 +31,8 @@ func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 	if _, ok := rs.byID["a"]; ok || len(rs.byID) != 1 {
 		t.Fatalf("runs left registered: %v", rs.byID)
 	}
-	third, endThird := rs.start(context.Background(), "a")
-	fourth, endFourth := rs.start(context.Background(), "a")
+	third, endThird, _ := rs.start(context.Background(), "a")
+	fourth, endFourth, _ := rs.start(context.Background(), "a")
 	rs.cancel("a")
 	endThird()
 	endFourth()
@@ -42,26 +42,32 @@ func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 }
 
 // TestRunsRememberTheLastCancels: a cancel heard for a job not running
-// here is kept, so that the job does not start if it was held here; the
-// oldest are forgotten beyond maxNoticed, a repeated one is kept once.
+// here is kept, so that the job's run, if it was held here, starts knowing
+// it; the oldest are forgotten beyond maxNoticed, a repeated one is kept
+// once.
 func TestRunsRememberTheLastCancels(t *testing.T) {
 	var rs runs
-	if rs.canceled("a") {
+	canceled := func(id string) bool {
+		_, done, canceled := rs.start(context.Background(), id)
+		done()
+		return canceled
+	}
+	if canceled("a") {
 		t.Fatal("a cancel never heard is remembered")
 	}
 	rs.cancel("a")
 	rs.cancel("a")
-	if !rs.canceled("a") || len(rs.order) != 1 {
-		t.Fatalf("after two cancels of a: remembered %v, %d kept", rs.canceled("a"), len(rs.order))
+	if !canceled("a") || len(rs.order) != 1 {
+		t.Fatalf("after two cancels of a: remembered %v, %d kept", canceled("a"), len(rs.order))
 	}
 	for i := range maxNoticed {
 		rs.cancel(fmt.Sprint("j", i))
 	}
-	if rs.canceled("a") {
+	if canceled("a") {
 		t.Fatal("the oldest cancel is still remembered beyond maxNoticed")
 	}
 	last := fmt.Sprint("j", maxNoticed-1)
-	if !rs.canceled("j1") || !rs.canceled(last) || len(rs.noticed) != maxNoticed {
-		t.Fatalf("j1 %v, %s %v, %d remembered, want both and %d", rs.canceled("j1"), last, rs.canceled(last), len(rs.noticed), maxNoticed)
+	if !canceled("j1") || !canceled(last) || len(rs.noticed) != maxNoticed {
+		t.Fatalf("j1 %v, %s %v, %d remembered, want both and %d", canceled("j1"), last, canceled(last), len(rs.noticed), maxNoticed)
 	}
 }
