@@ -11,11 +11,12 @@ import (
 
 // TestCancelOfAJobPulledNotStarted: a job that waits, not started, in a
 // Source's window (pulled ahead while the pool's workers are busy) has not
-// run: canceled, it must never run (jobs.Canceler: "a scheduled or queued
+// run: canceled, it must never run, and once the workers are free it is
+// settled and the next job runs (jobs.Canceler: "a scheduled or queued
 // one never runs"). Its cancel may say it was running (jsjobs counts a
 // delivered job running: the Runner's doc). Here two workers are busy
 // with long jobs, two more jobs are pulled behind them, and are canceled
-// half a second later, long after their delivery; before the runner kept
+// once delivered; before the runner kept
 // the cancels it heard, each ran once, its context cancelled as it began.
 func TestCancelOfAJobPulledNotStarted(t *testing.T) {
 	c := newCluster(t)
@@ -34,7 +35,9 @@ func TestCancelOfAJobPulledNotStarted(t *testing.T) {
 	for range 2 {
 		waiting = append(waiting, submit(t, r, jobstest.Flaky(jobstest.FlakyArgs{})))
 	}
-	time.Sleep(500 * time.Millisecond) // pulled into the window, not started: both workers are busy
+	for _, w := range waiting {
+		eventually(t, r, w.ID, jobs.Running) // delivered: pulled into the window
+	}
 	for _, w := range waiting {
 		if n := jobstest.Runs(w.ID); n != 0 {
 			t.Fatalf("job %s ran with both workers busy", w.ID)
@@ -52,7 +55,21 @@ func TestCancelOfAJobPulledNotStarted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second)
+	// Liveness: the freed workers settle the held jobs and run the next.
+	next := submit(t, r, jobstest.Factorial(5))
+	eventually(t, r, next.ID, jobs.Succeeded)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info, err := r.Consumer().Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumAckPending == 0 && info.NumPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("messages left unsettled: %d held, %d waiting", info.NumAckPending, info.NumPending)
+		}
+	}
 	for _, w := range waiting {
 		if n := jobstest.Runs(w.ID); n != 0 {
 			t.Errorf("job %s, canceled before any run of it started, ran %d times after its cancel", w.ID, n)
