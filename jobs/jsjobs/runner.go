@@ -41,7 +41,10 @@ import (
 // Cancel reports) while it waits for a worker. A Source made with
 // natsjs.WithWindow(0) pulls only for free slots, and running then means
 // started, at the price of a round trip before each job starts. Whatever
-// it reads, a job canceled before it starts never runs. Its end is the first
+// it reads, a job canceled before it starts does not run, unless the
+// runner holding it missed the cancel (cut off from NATS, or more than
+// maxNoticed cancels since): its run is then cancelled as it begins, once
+// its record is read. Its end is the first
 // write of its record (three replicated writes a job: message, end, ack);
 // a retry or a rerun writes it before it runs, and a live record never
 // expires; an end is written with a per-message TTL, SucceededTTL or
