@@ -277,7 +277,21 @@ type Prepared struct {
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
 	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout, RunAt
 	Run         func(ctx context.Context) (json.RawMessage, error)
-	given       []byte // the spec as it was given, where Body is not (its time resolved)
+	given       []byte   // the spec as it was given, where Body is not (its time resolved)
+	delay       Duration // the spec's Delay, when RunAt was resolved from it
+}
+
+// Within refuses a RunAt more than max ahead with an *InvalidError naming
+// the field the spec gave: "delay" when RunAt was resolved from one, else
+// "run_at". A job due now is always within.
+func (p Prepared) Within(max time.Duration) error {
+	switch {
+	case p.RunAt.IsZero() || time.Until(p.RunAt) <= max:
+		return nil
+	case p.delay > 0:
+		return &InvalidError{fmt.Sprintf(`"delay" %v: want at most %v`, time.Duration(p.delay), max)}
+	}
+	return &InvalidError{fmt.Sprintf(`"run_at" %s: want at most %v ahead`, p.RunAt.Format(time.RFC3339), max)}
 }
 
 // Request is the fingerprint of the spec as it was given, its RunAt or
@@ -348,11 +362,11 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 		job.Body = given // no time to resolve: the spec travels as given
 		return job, nil
 	}
+	job.given, job.delay = given, spec.Delay
 	spec.RunAt, spec.Delay = runAt, 0
 	if job.Body, err = json.Marshal(spec); err != nil {
 		return Prepared{}, err
 	}
-	job.given = given
 	return job, nil
 }
 

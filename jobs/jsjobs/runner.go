@@ -431,11 +431,11 @@ func (r *Runner) acceptable(job jobs.Prepared) error {
 // schedulable refuses a job due later than MaxDelay, or later at all on a
 // stream that does not allow message schedules.
 func (r *Runner) schedulable(job jobs.Prepared) error {
-	switch {
+	switch err := job.Within(r.maxDelay); {
 	case job.RunAt.IsZero():
 		return nil
-	case time.Until(job.RunAt) > r.maxDelay:
-		return &jobs.InvalidError{Reason: fmt.Sprintf(`"run_at" %s: want at most %v ahead`, job.RunAt.Format(time.RFC3339), r.maxDelay)}
+	case err != nil:
+		return err
 	case !r.schedules:
 		return fmt.Errorf("%w: the jobs' stream does not allow message schedules (it was made without them, with discard new)", jobs.ErrUnavailable)
 	}

@@ -15,7 +15,7 @@ import (
 // TestJetStreamSchedulesJobs: a job due later is scheduled, not waiting
 // (the consumer has nothing pending for it), reads scheduled with its time
 // until then, and runs within a second of its time; a time in the past or
-// beyond MaxDelay is refused naming "run_at".
+// beyond MaxDelay is refused naming "run_at", a delay beyond it "delay".
 func TestJetStreamSchedulesJobs(t *testing.T) {
 	c := newCluster(t)
 	cfg := jsConfig()
@@ -52,6 +52,13 @@ func TestJetStreamSchedulesJobs(t *testing.T) {
 		if _, err := r.Submit(ctx, spec); !errors.As(err, &invalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"run_at"`) {
 			t.Errorf("run_at %v: %v, want an *InvalidError saying %q", c.at, err, c.want)
 		}
+	}
+	// A delay beyond MaxDelay is refused naming the field the caller gave.
+	spec = jobstest.Factorial(1)
+	spec.Delay = jobs.Duration(2 * time.Hour)
+	var invalid *jobs.InvalidError
+	if _, err := r.Submit(ctx, spec); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `"delay" 2h0m0s: want at most 1h0m0s`) {
+		t.Errorf("delay 2h: %v, want an *InvalidError naming \"delay\" and MaxDelay", err)
 	}
 }
 
