@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
@@ -73,4 +74,65 @@ func Example() {
 	<-ran
 	_ = pool.Shutdown(ctx, crew.Drain)
 	// Output: succeeded HELLO!
+}
+
+// A periodic job: each replica sets it at its start (the second finds it
+// as it is), and the NATS server ticks it once across them all; each tick
+// is a job of its own, listed by its kind.
+func ExampleRunner_SetPeriodic() {
+	dir, _ := os.MkdirTemp("", "jobs")
+	defer os.RemoveAll(dir)
+	srv, err := natsd.Start(dir, "", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+
+	var kinds jobs.Kinds
+	_ = jobs.Register(&kinds, func(ctx context.Context, s Shout) (string, error) {
+		return strings.ToUpper(s.Text) + "!", nil
+	})
+	ctx := context.Background()
+	runner, err := jsjobs.New(ctx, js, jsjobs.Config{Kinds: &kinds})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer runner.Close()
+
+	spec, _ := jobs.NewSpec(Shout{Text: "tick"})
+	every := jobs.Periodic{Name: "tick", Every: "@every 1s", Spec: spec} // or "0 30 2 * * *", TimeZone: "Europe/Berlin"
+	changed, err := runner.SetPeriodic(ctx, every)
+	fmt.Println("set:", changed, err)
+	changed, err = runner.SetPeriodic(ctx, every) // another replica's start
+	fmt.Println("set again:", changed, err)
+
+	pool, _ := crew.New()
+	source, _ := runner.Source(pool)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- source.Run(runCtx) }()
+
+	var page jobs.Page
+	for len(page.Jobs) == 0 || page.Jobs[0].State != jobs.Succeeded {
+		time.Sleep(50 * time.Millisecond)
+		page, _ = runner.List(ctx, jobs.Query{Kind: "shout"})
+	}
+	out, _ := jobs.ResultOf[string](page.Jobs[0])
+	fmt.Println(page.Jobs[0].State, out)
+	fmt.Println("delete:", runner.DeletePeriodic(ctx, "tick"))
+
+	stop()
+	<-ran
+	_ = pool.Shutdown(ctx, crew.Drain)
+	// Output:
+	// set: true <nil>
+	// set again: false <nil>
+	// succeeded TICK!
+	// delete: <nil>
 }

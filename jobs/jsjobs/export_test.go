@@ -172,3 +172,13 @@ func (r *Runner) NoLateKeeper() {
 	defer r.late.mu.Unlock()
 	r.late.keeping = true
 }
+
+// HandleTick runs Handle's logic on a periodic job's tick made up by a
+// test: stream sequence seq, its next tick due at next.
+func (r *Runner) HandleTick(ctx context.Context, name string, seq uint64, next time.Time, data []byte) error {
+	d := delivery{subject: r.subject + everyToken + name, data: data, published: time.Now(), seq: seq, tickNext: next.Format(time.RFC3339Nano)}
+	return settled(ctx, r.handle(ctx, d))
+}
+
+// TickID is the id of the job a periodic job's tick of that sequence submits.
+func TickID(name string, seq uint64) string { return tickID(name, seq) }

@@ -57,10 +57,12 @@ var errTimedOut = errors.New("job timed out")
 // end wrote nothing, so the job's attempts count from its second run.
 func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
+	var seq uint64
 	if md, err := m.Raw().Metadata(); err == nil {
-		published = md.Timestamp
+		published, seq = md.Timestamp, md.Sequence.Stream
 	}
-	d := delivery{subject: m.Subject(), data: m.Data(), published: published, attempt: m.Attempt(), again: m.Runs() > 1}
+	d := delivery{subject: m.Subject(), data: m.Data(), published: published, seq: seq, attempt: m.Attempt(), again: m.Runs() > 1}
+	d.tickNext = m.Raw().Headers().Get(headerScheduleNext)
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
 	d.retries, _ = strconv.Atoi(m.Raw().Headers().Get(headerRetries))
 	return r.handle(ctx, d)
@@ -76,6 +78,8 @@ type delivery struct {
 	retryOf   uint64 // a Retry's message: the revision of the ended record it retries
 	retries   int    // a Retry's message: the record's Retries once that Retry is recorded (0: not known)
 	spec      *jobs.Spec
+	seq       uint64 // the message's stream sequence (0: not known)
+	tickNext  string // a periodic job's tick: when its next is due (Nats-Schedule-Next)
 }
 
 // before reports whether d is a message of the job from before its latest
@@ -91,6 +95,9 @@ var errNotMarked = errors.New("job's start not recorded")
 
 func (r *Runner) handle(ctx context.Context, d delivery) error {
 	id, ok := strings.CutPrefix(d.subject, r.subject)
+	if name, tick := strings.CutPrefix(id, everyToken); ok && tick {
+		return r.tick(ctx, name, d)
+	}
 	if !ok || !jobs.ValidID(id) {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
@@ -507,10 +514,12 @@ type Outcomes struct {
 	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
 	Canceled                    uint64 // jobs canceled through this runner
 	RetriedByHand               uint64 // ended jobs run again through this runner's Retry
+	Ticks, TicksSkipped         uint64 // periodic jobs' ticks that submitted their job, and those skipped (periodic.go)
 }
 
 type outcomeCounts struct {
 	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped, retriedByHand, late atomic.Uint64
+	ticks, ticksSkipped                                                                             atomic.Uint64
 }
 
 // Outcomes returns the counts so far.
@@ -520,5 +529,6 @@ func (r *Runner) Outcomes() Outcomes {
 		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
 		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(), Canceled: r.counts.canceled.Load(),
 		RetriedByHand: r.counts.retriedByHand.Load(), LateEnds: r.counts.late.Load(),
+		Ticks: r.counts.ticks.Load(), TicksSkipped: r.counts.ticksSkipped.Load(),
 	}
 }

@@ -29,6 +29,7 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.r.cancels.Describe(ch)
 	c.r.backoffs.Describe(ch)
 	c.r.reruns.Describe(ch)
+	c.r.ticks.Describe(ch)
 }
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -42,6 +43,7 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	c.r.cancels.Collect(ch)
 	c.r.backoffs.Collect(ch)
 	c.r.reruns.Collect(ch)
+	c.r.ticks.Collect(ch)
 }
 
 // interrupted labels a run that ended by its context (a hard stop, a lost
@@ -97,4 +99,13 @@ func newRerunCounter() *prometheus.CounterVec {
 		Name: "crewd_jobs_rerun_total",
 		Help: "Ended jobs run again by a retry request (dead letters), by the state they had ended in (failed, timed_out, canceled, not_run).",
 	}, []string{"state"})
+}
+
+// newTickCounter is crewd_job_ticks_total: periodic jobs' ticks, by
+// whether they submitted their job or were skipped (periodic.go).
+func newTickCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "crewd_job_ticks_total",
+		Help: "Ticks of periodic jobs handled here, by outcome: submitted (the tick's job) or skipped (taken after its next tick was due).",
+	}, []string{"outcome"})
 }

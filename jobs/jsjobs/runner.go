@@ -81,6 +81,7 @@ type Runner struct {
 	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
 	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
 	reruns   *prometheus.CounterVec // crewd_jobs_rerun_total{state}
+	ticks    *prometheus.CounterVec // crewd_job_ticks_total{outcome}
 
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
 	deliveredSeq uint64
@@ -229,7 +230,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		atSubject: cfg.Stream + "-at.", bucket: cfg.Bucket, maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
-		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(),
+		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(), ticks: newTickCounter(),
 	}
 	r.atLeader = r.leaderLast("KV_" + cfg.Bucket)
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
