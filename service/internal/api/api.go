@@ -103,6 +103,8 @@ func (a *API) Handler() http.Handler {
 	route("/v1/jobs/counts", map[string]http.HandlerFunc{http.MethodGet: a.jobCounts})
 	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob, http.MethodDelete: a.cancelJob})
 	route("/v1/jobs/{id}/retry", map[string]http.HandlerFunc{http.MethodPost: a.retryJob})
+	route("/v1/periodic", map[string]http.HandlerFunc{http.MethodGet: a.listPeriodic})
+	route("/v1/periodic/{name}", map[string]http.HandlerFunc{http.MethodGet: a.getPeriodic, http.MethodPut: a.putPeriodic, http.MethodDelete: a.deletePeriodic})
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {

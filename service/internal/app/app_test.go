@@ -408,3 +408,68 @@ func TestMainRefusesToStart(t *testing.T) {
 		}
 	}
 }
+
+// TestMainRunsPeriodicJobs: a periodic job set through the API on the
+// embedded server ticks, each tick a job listed by its kind; set again as
+// it is, it is unchanged; bad input is a 400 naming the field; deleted,
+// it is gone.
+func TestMainRunsPeriodicJobs(t *testing.T) {
+	c := start(t, "-data-dir", t.TempDir())
+	body := `{"every":"@every 1s","kind":"factorial","n":5}`
+	for i, want := range []bool{true, false} {
+		var got struct {
+			Name, Every, Kind string
+			N                 int
+			Changed           bool
+		}
+		if code := c.do(t, "PUT", c.api+"/v1/periodic/heartbeat", body, &got); code != http.StatusOK || got.Changed != want ||
+			got.Name != "heartbeat" || got.Every != "@every 1s" || got.Kind != "factorial" || got.N != 5 {
+			t.Fatalf("PUT %d: %d %+v, want changed %v", i+1, code, got, want)
+		}
+	}
+	var list struct{ Periodic []map[string]any }
+	if code := c.do(t, "GET", c.api+"/v1/periodic", "", &list); code != http.StatusOK || len(list.Periodic) != 1 || list.Periodic[0]["name"] != "heartbeat" {
+		t.Fatalf("GET /v1/periodic: %d %+v", code, list)
+	}
+	if code := c.do(t, "GET", c.api+"/v1/periodic/heartbeat", "", nil); code != http.StatusOK {
+		t.Fatalf("GET /v1/periodic/heartbeat: %d", code)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var page struct{ Jobs []struct{ State string } }
+		if code := c.do(t, "GET", c.api+"/v1/jobs?kind=factorial&state=succeeded", "", &page); code != http.StatusOK {
+			t.Fatalf("GET /v1/jobs: %d", code)
+		}
+		if len(page.Jobs) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ticks' jobs succeeded within 15 s: %d, want 2", len(page.Jobs))
+		}
+	}
+	for _, bad := range []struct{ name, body, want string }{
+		{"heartbeat", `{"every":"@every 100ms","kind":"factorial","n":5}`, `"every" "@every 100ms"`},
+		{"heartbeat", `{"every":"61 * * * * *","kind":"factorial","n":5}`, `"every" "61 * * * * *"`},
+		{"heartbeat", `{"kind":"factorial","n":5}`, `"every" is required`},
+		{"heartbeat", `{"every":"@hourly","kind":"factorial","n":5,"delay":"1m"}`, `"delay": a periodic job's ticks say when it runs`},
+		{"heartbeat", `{"every":"@hourly","time_zone":"Mars/Olympus","kind":"factorial","n":5}`, `"time_zone" "Mars/Olympus"`},
+		{"heartbeat", `{"every":"@hourly","kind":"nope"}`, `kind "nope"`},
+		{"heartbeat", `{"every":7,"kind":"factorial","n":5}`, `"every": want a string`},
+		{"a.b", `{"every":"@hourly","kind":"factorial","n":5}`, `"name" "a.b"`},
+	} {
+		var got struct{ Error string }
+		if code := c.do(t, "PUT", c.api+"/v1/periodic/"+bad.name, bad.body, &got); code != http.StatusBadRequest || !strings.Contains(got.Error, bad.want) {
+			t.Errorf("PUT %s: %d %q, want 400 saying %s", bad.body, code, got.Error, bad.want)
+		}
+	}
+	if code := c.do(t, "DELETE", c.api+"/v1/periodic/heartbeat", "", nil); code != http.StatusNoContent {
+		t.Fatalf("DELETE: %d, want 204", code)
+	}
+	for _, m := range []string{"DELETE", "GET"} {
+		if code := c.do(t, m, c.api+"/v1/periodic/heartbeat", "", nil); code != http.StatusNotFound {
+			t.Fatalf("%s of a deleted periodic job: %d, want 404", m, code)
+		}
+	}
+	if code := c.term(t); code != app.ExitOK {
+		t.Fatalf("exit code %d, want 0:\n%s", code, c.logs)
+	}
+}

@@ -323,6 +323,7 @@ func (d *Durable) Summary() []any {
 		"jobs_succeeded", o.Succeeded, "jobs_failed", o.Failed, "jobs_timed_out", o.TimedOut,
 		"jobs_retried", o.Retried, "jobs_snoozed", o.Snoozed, "jobs_canceled", o.Canceled,
 		"jobs_requeued", o.Requeued, "jobs_skipped", o.Skipped, "jobs_ended_late", o.LateEnds,
+		"periodic_ticks", o.Ticks, "periodic_ticks_skipped", o.TicksSkipped,
 	}
 	if d.lagErr == nil {
 		args = append(args, "jobs_pending", d.lag)
