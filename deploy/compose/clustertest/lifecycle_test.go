@@ -21,7 +21,8 @@ import (
 // canceled, never run, and every dead letter succeeded after a retry
 // request (check). Running jobs cancelled through another replica
 // (cancelRunning) are timed in the calm before and after the faults: a
-// replica cut off from its server hears no cancel until it is back.
+// replica cut off from its server hears no cancel until it is back. A
+// periodic job ticks all through (periodic.go).
 type lifecycle struct {
 	l *load
 
@@ -31,6 +32,7 @@ type lifecycle struct {
 	dead      map[string]time.Time // failing job -> when it stops failing
 	refusals  int                  // lifecycle requests refused by every replica
 	stopTimes []time.Duration      // cancel answered -> the run's end seen
+	periodic  periodic
 }
 
 func newLifecycle(l *load) *lifecycle {
