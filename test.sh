@@ -18,9 +18,10 @@
 # one-node Kubernetes (deploy/node/node-test.sh: the node built from
 # source, helm install, a job through the Service, pod delete, rollout,
 # scale, drain through the PDB and the NATS leader's pod deleted under a
-# steady load, helm test, and the kustomize prod overlay likewise; about 9 minutes
-# warm, 5 more the first time; skipped with its reason where the machine
-# cannot run the node).
+# steady load, helm test, and the kustomize prod overlay likewise; about 8 minutes
+# warm, 9 more the first time; skipped with its reason where the machine
+# cannot run the node). The whole run: about 54 minutes on an empty machine
+# (deploy/README.md, "On a real node").
 # Usage: ./test.sh            (everything)
 #        ./test.sh prom bench (some modules, by directory; nothing else)
 # The core alone, fast on a cold cache: go test -race .

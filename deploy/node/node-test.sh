@@ -14,8 +14,8 @@
 # NODE_RUN: the tests to run (go test -run), e.g. '^TestNodeBacklog$'.
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.
-# About 9 minutes on a warm cache (12 with NODE_BACKLOG=1); the first run builds the node's
-# binaries first, about 5 minutes more (deploy/README.md).
+# About 8 minutes on a warm cache (11.6 with NODE_BACKLOG=1); the first run builds the node's
+# binaries first, about 9 minutes more (deploy/README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! why=$(./node.sh check); then

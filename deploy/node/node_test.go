@@ -178,9 +178,9 @@ func TestNodeKustomize(t *testing.T) {
 }
 
 // prodOnTheNode is a kustomization of overlays/prod (at rel) for the node,
-// in namespace crewd-prod: the node's images; no HPA (it reads CPU from a
-// metrics-server and the backlog from prometheus-adapter, neither here, and
-// holds the count at its minimum, 3), so 3 replicas; CPU requests of 100m,
+// in namespace crewd-prod: the node's images; no HPA, so that the faults
+// meet 3 replicas whatever the load (the chart's HPA is seen moving the
+// Deployment by TestNodeHPA and TestNodeBacklog); CPU requests of 100m,
 // not 2 CPUs (2 cores in all); every request and job traced to the test's
 // stalled collector.
 func prodOnTheNode(rel, collector string) string {
