@@ -235,21 +235,12 @@ func (lc *lifecycle) check(ctx context.Context, t *testing.T, cl *cluster) {
 	// The dead letters: listed failed with both attempts' errors, then
 	// retried (once their failing time is past) and succeeded.
 	failed := map[string]bool{}
-	for next := ""; ; {
-		code, b, _ := lc.do(ctx, 0, "GET", "/v1/jobs?state=failed&kind=sleep&limit=100&after="+next, "")
-		var page struct {
-			Jobs []record `json:"jobs"`
-			Next string   `json:"next"`
-		}
-		if code != http.StatusOK || json.Unmarshal(b, &page) != nil {
-			t.Fatalf("GET /v1/jobs?state=failed: %d %s", code, firstLine(b))
-		}
-		for _, r := range page.Jobs {
-			failed[fmt.Sprint(r["id"])] = true
-		}
-		if next = page.Next; next == "" {
-			break
-		}
+	list, err := lc.list(ctx, "state=failed&kind=sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list {
+		failed[fmt.Sprint(r["id"])] = true
 	}
 	var latest time.Time
 	escaped, interrupted := 0, 0
@@ -337,4 +328,23 @@ func (lc *lifecycle) check(ctx context.Context, t *testing.T, cl *cluster) {
 	}
 	phase(t, fmt.Sprintf("lifecycle: %d due later ran after their time (%d over 2 s late, %d more than once); %d cancels of waiting jobs held; %d dead letters listed and retried, %d of them not ended, %d given up after an interrupted run (%d more ran after their failing time); %d running jobs cancelled across replicas, stopped within %v; %d requests refused everywhere",
 		len(lc.due), late, again, len(lc.canceled), len(lc.dead), len(stuck), interrupted, escaped, len(lc.stopTimes), worst.Round(time.Millisecond), lc.refusals), t0)
+}
+
+// list reads every page of GET /v1/jobs?<query>.
+func (lc *lifecycle) list(ctx context.Context, query string) ([]record, error) {
+	var all []record
+	for next := ""; ; {
+		code, b, _ := lc.do(ctx, 0, "GET", "/v1/jobs?"+query+"&limit=1000&after="+next, "")
+		var page struct {
+			Jobs []record `json:"jobs"`
+			Next string   `json:"next"`
+		}
+		if code != http.StatusOK || json.Unmarshal(b, &page) != nil {
+			return nil, fmt.Errorf("GET /v1/jobs?%s: %d %s", query, code, firstLine(b))
+		}
+		all = append(all, page.Jobs...)
+		if next = page.Next; next == "" {
+			return all, nil
+		}
+	}
 }

@@ -62,24 +62,14 @@ func (lc *lifecycle) checkPeriodic(ctx context.Context, t *testing.T) {
 	seconds := int(lc.periodic.deleted.Sub(lc.periodic.set) / time.Second)
 	var ticks, ended int
 	waitFor(ctx, t, 60*time.Second, "the periodic job's ticks' jobs to succeed", func() (bool, string) {
-		ticks, ended = 0, 0
-		for next := ""; ; {
-			code, b, _ := lc.do(ctx, 0, "GET", "/v1/jobs?kind=factorial&limit=1000&after="+next, "")
-			var page struct {
-				Jobs []record `json:"jobs"`
-				Next string   `json:"next"`
-			}
-			if code != http.StatusOK || json.Unmarshal(b, &page) != nil {
-				return false, fmt.Sprintf("GET /v1/jobs?kind=factorial: %d %s", code, firstLine(b))
-			}
-			for _, r := range page.Jobs {
-				ticks++
-				if r.state() == "succeeded" && r["result"] == float64(periodicResult) {
-					ended++
-				}
-			}
-			if next = page.Next; next == "" {
-				break
+		list, err := lc.list(ctx, "kind=factorial")
+		if err != nil {
+			return false, err.Error()
+		}
+		ticks, ended = len(list), 0
+		for _, r := range list {
+			if r.state() == "succeeded" && r["result"] == float64(periodicResult) {
+				ended++
 			}
 		}
 		return ticks > 0 && ended == ticks, fmt.Sprintf("%d of %d ticks' jobs succeeded", ended, ticks)
