@@ -30,6 +30,11 @@ const silentGrace = time.Second
 // the server. What remains is a handshake completed in the instant between
 // the last of those accepts and the close, and one completing as the
 // listener closes: the kernel resets those.
+//
+// A keep-alive connection idle at the close (its last answer came before
+// the stop began, its client slow to send the next request) is waited for
+// like a new one: Shutdown would close it, and reset a request arriving
+// on it meanwhile.
 type gate struct {
 	ln                net.Listener
 	closing           atomic.Bool
@@ -40,7 +45,8 @@ type gate struct {
 
 	mu      sync.Mutex
 	queued  []net.Conn                  // taken from the kernel's queue at the close, for the server
-	waiting map[net.Conn]http.ConnState // accepted, no request handled yet
+	waiting map[net.Conn]http.ConnState // accepted, no request handled yet; at the close, the idle too
+	idle    map[net.Conn]struct{}       // keep-alive connections between requests
 	settled chan struct{}               // closed once waiting is empty, after the listener closed
 }
 
@@ -57,21 +63,23 @@ var closedTime = func() <-chan time.Time {
 // srv's ConnState and ConnContext and wraps its Handler.
 func newGate(srv *http.Server, ln net.Listener) *gate {
 	g := &gate{ln: ln, parked: make(chan struct{}), shut: make(chan struct{}), ended: make(chan struct{}),
-		waiting: map[net.Conn]http.ConnState{}}
+		waiting: map[net.Conn]http.ConnState{}, idle: map[net.Conn]struct{}{}}
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
 		switch st {
 		case http.StateNew:
-			g.mu.Lock()
 			g.waiting[c] = st
-			g.mu.Unlock()
 		case http.StateActive:
-			g.mu.Lock()
+			delete(g.idle, c)
 			if _, ok := g.waiting[c]; ok {
 				g.waiting[c] = st
 			}
-			g.mu.Unlock()
+		case http.StateIdle:
+			g.idle[c] = struct{}{}
 		case http.StateClosed, http.StateHijacked:
-			g.done(c)
+			delete(g.idle, c)
+			g.doneLocked(c)
 		}
 	}
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -125,6 +133,10 @@ func (l gateListener) Accept() (net.Conn, error) {
 func (g *gate) done(c net.Conn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.doneLocked(c)
+}
+
+func (g *gate) doneLocked(c net.Conn) {
 	if _, ok := g.waiting[c]; !ok {
 		return
 	}
@@ -167,6 +179,9 @@ func (g *gate) close(ctx context.Context, grace <-chan time.Time) {
 	}
 	settled := make(chan struct{})
 	g.mu.Lock()
+	for c := range g.idle {
+		g.waiting[c] = http.StateIdle
+	}
 	if len(g.waiting) == 0 {
 		close(settled)
 	} else {
@@ -184,7 +199,7 @@ func (g *gate) close(ctx context.Context, grace <-chan time.Time) {
 	// reach the handler: only the silent ones are closed.
 	g.mu.Lock()
 	for c, st := range g.waiting {
-		if st == http.StateNew {
+		if st == http.StateNew || st == http.StateIdle {
 			_ = c.Close()
 		}
 	}
