@@ -62,7 +62,9 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 		published, seq = md.Timestamp, md.Sequence.Stream
 	}
 	d := delivery{subject: m.Subject(), data: m.Data(), published: published, seq: seq, attempt: m.Attempt(), again: m.Runs() > 1}
-	d.tickNext = m.Raw().Headers().Get(headerScheduleNext)
+	if rest, ok := strings.CutPrefix(d.subject, r.subject); ok && strings.HasPrefix(rest, everyToken) {
+		d.tickNext = m.Raw().Headers().Get(headerScheduleNext) // a periodic job's tick (periodic.go)
+	}
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
 	d.retries, _ = strconv.Atoi(m.Raw().Headers().Get(headerRetries))
 	return r.handle(ctx, d)

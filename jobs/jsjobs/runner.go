@@ -432,12 +432,13 @@ func (r *Runner) acceptable(job jobs.Prepared) error {
 // schedulable refuses a job due later than MaxDelay, or later at all on a
 // stream that does not allow message schedules.
 func (r *Runner) schedulable(job jobs.Prepared) error {
-	switch err := job.Within(r.maxDelay); {
-	case job.RunAt.IsZero():
+	if job.RunAt.IsZero() {
 		return nil
-	case err != nil:
+	}
+	if err := job.Within(r.maxDelay); err != nil {
 		return err
-	case !r.schedules:
+	}
+	if !r.schedules {
 		return fmt.Errorf("%w: the jobs' stream does not allow message schedules (it was made without them, with discard new)", jobs.ErrUnavailable)
 	}
 	return nil

@@ -49,7 +49,11 @@ func (a *API) putPeriodic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := jobs.Periodic{Name: r.PathValue("name")}
-	for field, into := range map[string]*string{"every": &p.Every, "time_zone": &p.TimeZone} {
+	for _, f := range []struct {
+		field string
+		into  *string
+	}{{"every", &p.Every}, {"time_zone", &p.TimeZone}} {
+		field, into := f.field, f.into
 		if raw, ok := body[field]; ok {
 			if err := json.Unmarshal(raw, into); err != nil {
 				a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q: want %s, got %.40s", field, periodicFields.want[field], raw))

@@ -109,34 +109,43 @@ func TestGateWaitsForAnIdleKeepAlive(t *testing.T) {
 	g := newGate(srv, ln)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(g.listener()) }()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	// keepAlive is a connection that has had one request answered and
+	// stays open, and get sends it another.
+	type keepAlive struct {
+		c net.Conn
+		r *bufio.Reader
 	}
-	defer c.Close()
-	r := bufio.NewReader(c)
-	get := func() (*http.Response, error) {
-		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	get := func(k keepAlive) (*http.Response, error) {
+		if _, err := io.WriteString(k.c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 			return nil, err
 		}
-		resp, err := http.ReadResponse(r, nil)
+		resp, err := http.ReadResponse(k.r, nil)
 		if err == nil {
 			resp.Body.Close()
 		}
 		return resp, err
 	}
-	if resp, err := get(); err != nil || resp.StatusCode != 200 || resp.Close {
-		t.Fatalf("the first request: %v %v", resp, err)
+	var late, silent keepAlive
+	for _, k := range []*keepAlive{&late, &silent} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		*k = keepAlive{c, bufio.NewReader(c)}
+		if resp, err := get(*k); err != nil || resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("the first request: %v %v", resp, err)
+		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
 		n := len(g.idle)
 		g.mu.Unlock()
-		if n == 1 {
+		if n == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the keep-alive connection never seen idle")
+			t.Fatalf("%d keep-alive connections seen idle, want 2", n)
 		}
 	}
 
@@ -150,12 +159,26 @@ func TestGateWaitsForAnIdleKeepAlive(t *testing.T) {
 	}()
 	<-g.shut
 	time.Sleep(50 * time.Millisecond) // the slow client: not a wait for the code, which must not close meanwhile
-	resp, err := get()
+	resp, err := get(late)
 	if err != nil || resp.StatusCode != 200 || !resp.Close {
 		t.Fatalf("a request on a keep-alive connection idle at the close: %v %v, want 200 with Connection: close", resp, err)
 	}
-	<-stopped
+	// Liveness: the silent one holds the stop until the grace, no longer.
+	select {
+	case <-stopped:
+		t.Fatal("the stop went on with a silent idle connection open, before its grace")
+	case <-time.After(50 * time.Millisecond): // a bound for the check, not a wait for the code
+	}
 	close(grace)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second): // a bound for liveness
+		t.Fatal("the stop still waits for the silent idle connection 10 s after its grace")
+	}
+	_ = silent.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := silent.r.ReadByte(); err != io.EOF {
+		t.Fatalf("the silent idle connection after the grace: %v, want EOF", err)
+	}
 	if err := <-served; err == nil {
 		t.Fatal("Serve returned nil")
 	}
