@@ -79,6 +79,9 @@ var errDisconnected = errors.New("natsjs: disconnected")
 // only.
 func (s *Source) renewLeases(now time.Time) {
 	s.handBackStalled(now)
+	if s.journal != nil {
+		s.beatJournal(now)
+	}
 	if s.gaveUp.Load() && s.pool.Stats().Closed && !s.anyOnPool() {
 		// The stop gave up, and the pool has stopped: no handler of ours
 		// runs on it but those it cancelled.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if maybeWorker() {
+	if maybeWorker() || maybeJournalWorker() {
 		return
 	}
 	goleak.VerifyTestMain(m)

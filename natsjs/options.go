@@ -56,6 +56,7 @@ type options struct {
 	taskName    string
 	pullExpiry  time.Duration
 	conn        *nats.Conn
+	journal     string
 }
 
 func defaultOptions() options {
@@ -222,6 +223,23 @@ func WithConn(nc *nats.Conn) Option {
 			return fmt.Errorf("%w: nil connection", ErrInvalidOption)
 		}
 		o.conn = nc
+		return nil
+	})
+}
+
+// WithJournal notes the deliveries the Source holds in the file at path
+// (created if missing; its directory must exist), so that a process
+// killed while holding messages hands them back at its next start, when
+// Run begins, rather than leave them to wait out their AckWait (journal.go
+// says what it promises). Give each Source a path of its own that outlives
+// the process (the embedded server's data directory, a pod's volume); New
+// refuses a journal another Source holds. It needs WithConn.
+func WithJournal(path string) Option {
+	return optionFunc(func(o *options) error {
+		if path == "" {
+			return fmt.Errorf("%w: empty journal path", ErrInvalidOption)
+		}
+		o.journal = path
 		return nil
 	})
 }

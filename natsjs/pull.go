@@ -182,6 +182,9 @@ func (s *Source) receive(jm jetstream.Msg) {
 	s.requested--
 	m.received, m.leased = now, now
 	s.link(m)
+	if s.journal != nil {
+		s.noteJournal('+', jm.Reply())
+	}
 	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()
 	s.submit(m, stopping, ctx)

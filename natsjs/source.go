@@ -83,6 +83,10 @@ type Source struct {
 	backlog      bool      // the last pull came back full
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
+
+	journal   *journal // WithJournal's; nil without
+	noted     []string // the deliveries a killed Source left noted held
+	notedBeat time.Time
 }
 
 // New returns a Source that pulls from consumer and runs each message as a
@@ -143,6 +147,15 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	// heartbeat fraction near 0.9 lets the lease lapse before its renewal.
 	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, min(s.renewAfter, s.ackWait-s.renewAfter)/4))
 	s.fetchCtx, s.cancelFetch = context.WithCancel(context.Background())
+	if o.journal != "" {
+		if o.conn == nil {
+			return nil, fmt.Errorf("%w: WithJournal needs WithConn, to hand back what a killed Source held", ErrInvalidOption)
+		}
+		var err error
+		if s.journal, s.noted, s.notedBeat, err = openJournal(o.journal); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		}
+	}
 	return s, nil
 }
 
@@ -166,6 +179,10 @@ func (s *Source) Run(ctx context.Context) error {
 	s.submitCtx, s.cancelSubmit = context.WithCancel(ctx)
 	s.mu.Unlock()
 	s.lastStart.Store(time.Now().UnixNano())
+	if s.journal != nil {
+		s.recover()
+		defer s.closeJournal()
+	}
 	stopWatch := context.AfterFunc(ctx, s.beginStop)
 	defer stopWatch()
 
@@ -356,6 +373,9 @@ func (s *Source) release(m *Msg) {
 		m.again = nil
 	}
 	s.held--
+	if s.journal != nil {
+		s.noteJournal('-', m.raw.Reply())
+	}
 	// Wake Run only when a pull may follow: none in flight, enough slots
 	// freed since its last decision to reach the threshold, or a stop to
 	// finish. Waking it for every message would cost a pool snapshot each.

@@ -23,6 +23,11 @@ type Stats struct {
 	// HandedBack counts messages naked without delay, not started (a stop)
 	// or cancelled by the pool's hard stop: another consumer gets them now.
 	HandedBack uint64
+	// Recovered counts the deliveries a killed process left noted held in
+	// the journal (WithJournal), handed back when Run began; Unrecovered
+	// those left to wait out their lease, noted too long ago to hand back
+	// safely.
+	Recovered, Unrecovered uint64
 	// Unavailable counts the runs whose handler reported an outage
 	// (Unavailable): each message ran again after the unavailable delay.
 	Unavailable uint64
@@ -42,13 +47,14 @@ type Stats struct {
 
 // String formats the snapshot for a log line or a test failure.
 func (s Stats) String() string {
-	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d in_flight=%d unstarted=%d resting=%d",
-		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.InFlight, s.Unstarted, s.Resting)
+	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d recovered=%d in_flight=%d unstarted=%d resting=%d",
+		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.Recovered, s.InFlight, s.Unstarted, s.Resting)
 }
 
 type counters struct {
 	received, redelivered, acked, naked, termed, deadLettered atomic.Uint64
 	handedBack, unavailable, heartbeats, leasesLost           atomic.Uint64
+	recovered, unrecovered                                    atomic.Uint64
 }
 
 // Stats returns a snapshot of the Source's counts. Consumer lag, which needs
@@ -65,6 +71,8 @@ func (s *Source) Stats() Stats {
 		Unavailable:  s.c.unavailable.Load(),
 		Heartbeats:   s.c.heartbeats.Load(),
 		LeasesLost:   s.c.leasesLost.Load(),
+		Recovered:    s.c.recovered.Load(),
+		Unrecovered:  s.c.unrecovered.Load(),
 		Unstarted:    int(max(0, s.unstarted.Load())),
 		Resting:      int(max(0, s.resting.Load())),
 	}
