@@ -90,13 +90,17 @@ type Record struct {
 	CanceledWhile State `json:"canceled_while,omitempty"`
 	// Attempts counts the runs started: more than 1 when a run failed or
 	// timed out and the job was retried, or a run was interrupted (a
-	// crash, a hard stop) and the job ran again; durable jobs only.
+	// crash, a hard stop) and the job ran again; durable jobs only. A
+	// durable job's first run writes its record only at its end, so a job
+	// delivered and not yet ended the first time reads running with 0
+	// attempts (it may be held for a free worker, which the store cannot
+	// tell apart); a run killed before it wrote anything is counted by
+	// the next run, from the deliveries its record does not account for
+	// (a delivery handed back unrun by a stop is counted likewise).
 	Attempts int `json:"attempts,omitempty"`
 	// Deliveries is how often the stream has delivered the job's message,
-	// as its consumer counts them: more than Attempts when a delivery was
-	// handed back unrun (a stop, an outage), or when a first run was
-	// killed before its end (a first run writes nothing before it);
-	// durable jobs only.
+	// as its consumer counts them, up to the latest run recorded; durable
+	// jobs only.
 	Deliveries int `json:"deliveries,omitempty"`
 	// NextRun is when a retrying job runs again.
 	NextRun time.Time `json:"next_run,omitzero"`

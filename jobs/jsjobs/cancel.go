@@ -56,9 +56,9 @@ const maxNoticed = 4096
 // run is one run registered in runs.
 type run struct{ cancel context.CancelCauseFunc }
 
-// listen subscribes to the cancels of the jobs of stream.
-func (rs *runs) listen(nc *nats.Conn, stream string) error {
-	sub, err := nc.Subscribe(stream+"-cancel.*", func(m *nats.Msg) {
+// listen subscribes to the cancels of the jobs of l.
+func (rs *runs) listen(nc *nats.Conn, l layout) error {
+	sub, err := nc.Subscribe(l.cancels(), func(m *nats.Msg) {
 		rs.cancel(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 	})
 	rs.sub = sub
@@ -182,7 +182,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		}
 		// Told to every runner whatever the state read: a job read as
 		// queued may have just started.
-		_ = r.js.Conn().Publish(r.stream+"-cancel."+id, nil)
+		_ = r.js.Conn().Publish(r.layout.cancel(id), nil)
 		return rec, was, nil
 	}
 	return jobs.Record{}, "", fmt.Errorf("%w: job %s's record keeps changing", jobs.ErrUnavailable, id)

@@ -49,7 +49,7 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 	if err != nil {
 		return err
 	}
-	return settled(ctx, r.handle(ctx, delivery{subject: r.subject + id, data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf}))
+	return settled(ctx, r.handle(ctx, delivery{subject: r.layout.job(id), data: data, published: time.Now(), attempt: map[bool]int{true: 1, false: 2}[first], retryOf: retryOf}))
 }
 
 // OnRecordMissing has fn run after each read of a record that finds none,
@@ -75,7 +75,7 @@ func (m missingRecord) Get(ctx context.Context, key string) (jetstream.KeyValueE
 // OnMessageMissing has fn run after each read of a job's message that
 // finds none, before the reader goes on.
 func (r *Runner) OnMessageMissing(fn func(id string)) {
-	r.jobs = missingMessage{Stream: r.jobs, fn: fn, prefix: r.subject}
+	r.jobs = missingMessage{Stream: r.jobs, fn: fn, prefix: r.layout.job("")}
 }
 
 type missingMessage struct {
@@ -144,7 +144,7 @@ func (s staleKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, er
 // bucket's leader answer the record as it is now, as a leader does while a
 // write of it is on its way through its group.
 func (r *Runner) LeaderBehind(ctx context.Context, id string, n int) error {
-	frozen, err := r.atLeader(ctx, r.bucketSubj+id)
+	frozen, err := r.atLeader(ctx, r.layout.record(id))
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (r *Runner) LeaderBehind(ctx context.Context, id string, n int) error {
 	var mu sync.Mutex
 	r.atLeader = func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 		mu.Lock()
-		behind := subject == r.bucketSubj+id && n > 0
+		behind := subject == r.layout.record(id) && n > 0
 		if behind {
 			n--
 		}
@@ -176,7 +176,7 @@ func (r *Runner) NoLateKeeper() {
 // HandleTick runs Handle's logic on a periodic job's tick made up by a
 // test: stream sequence seq, its next tick due at next.
 func (r *Runner) HandleTick(ctx context.Context, name string, seq uint64, next time.Time, data []byte) error {
-	d := delivery{subject: r.subject + everyToken + name, data: data, published: time.Now(), seq: seq, tickNext: next.Format(time.RFC3339Nano)}
+	d := delivery{subject: r.layout.tick(name), data: data, published: time.Now(), seq: seq, tickNext: next.Format(time.RFC3339Nano)}
 	return settled(ctx, r.handle(ctx, d))
 }
 

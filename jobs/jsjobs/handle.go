@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -59,10 +58,10 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	var published time.Time
 	var seq uint64
 	if md, err := m.Raw().Metadata(); err == nil {
-		published, seq = md.Timestamp, md.Sequence.Stream
+		published, seq = created(m.Header(), md.Timestamp), md.Sequence.Stream
 	}
 	d := delivery{subject: m.Subject(), data: m.Data(), published: published, seq: seq, attempt: m.Attempt(), again: m.Runs() > 1}
-	if rest, ok := strings.CutPrefix(d.subject, r.subject); ok && strings.HasPrefix(rest, everyToken) {
+	if what, _ := r.layout.parse(d.subject); what == aTick {
 		d.tickNext = m.Raw().Headers().Get(headerScheduleNext) // a periodic job's tick (periodic.go)
 	}
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
@@ -91,16 +90,29 @@ func (d delivery) before(rec jobs.Record) bool {
 	return d.retryOf == 0 && rec.Retries > 0 || d.retries > 0 && d.retries != rec.Retries
 }
 
+// unaccounted is how many of d's message's deliveries before d the
+// record rec does not account for: every run writes the delivery it ran
+// on into its record (Deliveries) at its start or its end, so a delivery
+// missing from it ran and was interrupted before it could write (a
+// delivery handed back unrun by a stop counts as one too: the store
+// cannot tell them apart).
+func (d delivery) unaccounted(rec jobs.Record) int {
+	if d.attempt <= 1 {
+		return 0
+	}
+	return max(0, d.attempt-1-rec.Deliveries)
+}
+
 // errNotMarked cancels a first delivery's run whose record could not be
 // read, or says it must not run.
 var errNotMarked = errors.New("job's start not recorded")
 
 func (r *Runner) handle(ctx context.Context, d delivery) error {
-	id, ok := strings.CutPrefix(d.subject, r.subject)
-	if name, tick := strings.CutPrefix(id, everyToken); ok && tick {
-		return r.tick(ctx, name, d)
+	what, id := r.layout.parse(d.subject)
+	if what == aTick {
+		return r.tick(ctx, id, d)
 	}
-	if !ok || !jobs.ValidID(id) {
+	if what != aJob || !jobs.ValidID(id) {
 		r.logWarn("not a job: acked without running", "subject", d.subject)
 		return nil
 	}
@@ -245,6 +257,11 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 		if bad != "" {
 			return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, bad))
 		}
+		// The deliveries since the record's last write that it does not
+		// account for were runs interrupted before they wrote anything: a
+		// first run killed (it writes nothing before its end), or a run
+		// whose process died while the store was out.
+		rec.Attempts += d.unaccounted(rec)
 		if rec.Attempts >= maxAttempts {
 			// Its attempts are spent, the last interrupted: a job that kills
 			// its process would otherwise run for ever.

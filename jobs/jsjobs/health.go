@@ -115,8 +115,8 @@ func (r *Runner) Probe(ctx context.Context) error {
 	if nc := r.js.Conn(); !nc.IsConnected() {
 		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
-	if _, err := r.js.Stream(ctx, r.stream); err != nil {
-		return fmt.Errorf("%w: stream %s: %v", jobs.ErrUnavailable, r.stream, err)
+	if _, err := r.js.Stream(ctx, r.layout.stream); err != nil {
+		return fmt.Errorf("%w: stream %s: %v", jobs.ErrUnavailable, r.layout.stream, err)
 	}
 	if _, err := r.kv.Status(ctx); err != nil {
 		return fmt.Errorf("%w: records: %v", jobs.ErrUnavailable, err)

@@ -15,7 +15,7 @@ import (
 // ErrUnavailable for a closed runner, whose index no longer follows the
 // store.
 func (r *Runner) tails() (*tails, error) {
-	r.listing.Do(func() { r.listed = r.follow(r.bucket) })
+	r.listing.Do(func() { r.listed = r.follow() })
 	if r.closed.Load() || r.listed == nil {
 		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
 	}

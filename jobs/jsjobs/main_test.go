@@ -8,5 +8,8 @@ import (
 
 // Every test in the package must leave no goroutine behind.
 func TestMain(m *testing.M) {
+	if maybeKilledWorker() {
+		return
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -43,19 +43,6 @@ import (
 // room for the clocks of the server and of the runner to differ.
 const tickGrace = 5 * time.Second
 
-// everyToken is the subject token of periodic jobs' schedules and ticks,
-// which job ids (hex) never are.
-const everyToken = "every."
-
-// The header a tick's job carries: its periodic's name.
-const headerPeriodic = "Crew-Periodic"
-
-// The headers of a schedule's message, and of a tick.
-const (
-	headerScheduleZone = "Nats-Schedule-Time-Zone"
-	headerScheduleNext = "Nats-Schedule-Next" // a tick's: when the next is due
-)
-
 // The server's error codes for a schedule it cannot read.
 const (
 	errCodeSchedulePattern = 10189 // JSMessageSchedulesPatternInvalidErr
@@ -84,7 +71,7 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	subj := r.atSubject + everyToken + p.Name
+	subj := r.layout.schedule(p.Name)
 	m, err := r.jobs.GetLastMsgForSubject(ctx, subj)
 	switch {
 	case err == nil && m.Header.Get(headerSchedule) == p.Every && m.Header.Get(headerScheduleZone) == p.TimeZone && bytes.Equal(m.Data, job.Body):
@@ -94,7 +81,7 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	}
 	msg := &nats.Msg{Subject: subj, Data: job.Body, Header: nats.Header{}}
 	msg.Header.Set(headerSchedule, p.Every)
-	msg.Header.Set(headerScheduleTarget, r.subject+everyToken+p.Name)
+	msg.Header.Set(headerScheduleTarget, r.layout.tick(p.Name))
 	if p.TimeZone != "" {
 		msg.Header.Set(headerScheduleZone, p.TimeZone)
 	}
@@ -127,7 +114,7 @@ func (r *Runner) DeletePeriodic(ctx context.Context, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	subj := r.atSubject + everyToken + name
+	subj := r.layout.schedule(name)
 	if _, err := r.jobs.GetLastMsgForSubject(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.ErrNotFound
 	} else if err != nil {
@@ -147,7 +134,7 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	prefix := r.atSubject + everyToken
+	prefix := r.layout.schedules()
 	info, err := r.jobs.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
 	if err != nil {
 		return nil, storeError(err)
@@ -185,7 +172,7 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 		return natsjs.Unavailable(fmt.Errorf("%w: a periodic job's tick without its stream sequence", jobs.ErrUnavailable))
 	}
 	id := tickID(name, d.seq)
-	msg := &nats.Msg{Subject: r.subject + id, Data: d.data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: r.layout.job(id), Data: d.data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
 	pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()

@@ -53,31 +53,28 @@ import (
 // finished ones (a live record is rewritten at every change). Bookkeeping
 // never refuses a job: only a stream full of jobs waiting does (ErrFull).
 type Runner struct {
-	js      jetstream.JetStream
-	jobs    jetstream.Stream // the jobs' stream
-	kv      jetstream.KeyValue
-	cons    jetstream.Consumer
-	subject string // the stream's subject prefix, "jobs."
-	stream  string
+	js     jetstream.JetStream
+	jobs   jetstream.Stream // the jobs' stream
+	kv     jetstream.KeyValue
+	cons   jetstream.Consumer
+	layout layout // where everything is (layout.go)
 
 	storeTimeout time.Duration
 	health       storeHealth
-	bucketSubj   string  // "$KV.<bucket>.": a record's subject, less its id
 	atLeader     lastMsg // reads a record from the bucket's leader (leaderLast)
-	atSubject    string  // "<stream>-at.": where a scheduled job waits, less its id
 	schedules    bool    // the stream allows message schedules
 	maxDelay     time.Duration
 
 	succeededTTL, failedTTL time.Duration
+	journal                 string // Config.Journal
 
-	running  runs        // the jobs running here, for Cancel
-	late     lateEnds    // ends written after their lease was lost (late.go)
-	listing  sync.Once   // starts listed at the first List or Counts
-	listed   *tails      // the index List and Counts read; nil until then
-	closing  sync.Once   // Close
-	closed   atomic.Bool // Close has begun: List and Counts refuse
-	closeErr error       // the first Close's
-	bucket   string
+	running  runs                   // the jobs running here, for Cancel
+	late     lateEnds               // ends written after their lease was lost (late.go)
+	listing  sync.Once              // starts listed at the first List or Counts
+	listed   *tails                 // the index List and Counts read; nil until then
+	closing  sync.Once              // Close
+	closed   atomic.Bool            // Close has begun: List and Counts refuse
+	closeErr error                  // the first Close's
 	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
 	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
 	reruns   *prometheus.CounterVec // crewd_jobs_rerun_total{state}
@@ -140,6 +137,14 @@ type Config struct {
 	// MaxTimeout the longest a spec may give. Zero is jobs.Timeouts's
 	// default (30 s and 5 minutes).
 	DefaultTimeout, MaxTimeout time.Duration
+
+	// Journal is a file in which this process's Source notes the jobs it
+	// holds (natsjs.WithJournal), so that a process killed while running
+	// jobs hands them back when it starts again on the same file, and they
+	// run again at once rather than after AckWait. Give each process a
+	// path of its own that outlives it: a file in the embedded server's
+	// data directory, a pod's volume. "" is none.
+	Journal string
 
 	// StoreTimeout bounds each read or write of a record and each publish
 	// of a request (Submit, Get), so that an answer comes within a
@@ -225,18 +230,17 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		return nil, fmt.Errorf("jetstream runner: bad settings: %s", strings.Join(bad, "; "))
 	}
 	r := &Runner{
-		js: js, subject: cfg.Stream + ".", stream: cfg.Stream, storeTimeout: cfg.StoreTimeout,
-		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, bucketSubj: "$KV." + cfg.Bucket + ".",
-		atSubject: cfg.Stream + "-at.", bucket: cfg.Bucket, maxDelay: cfg.MaxDelay,
-		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL,
+		js: js, layout: layout{stream: cfg.Stream, bucket: cfg.Bucket}, storeTimeout: cfg.StoreTimeout,
+		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, maxDelay: cfg.MaxDelay,
+		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL, journal: cfg.Journal,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(), ticks: newTickCounter(),
 	}
-	r.atLeader = r.leaderLast("KV_" + cfg.Bucket)
+	r.atLeader = r.leaderLast(r.layout.records())
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {
 		return nil, err
 	}
-	if err := r.running.listen(js.Conn(), cfg.Stream); err != nil {
+	if err := r.running.listen(js.Conn(), r.layout); err != nil {
 		return nil, fmt.Errorf("jetstream runner: listen for cancels: %w", err)
 	}
 	if r.log != nil {
@@ -245,7 +249,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		ci := r.cons.CachedInfo()
 		args := []any{"stream", cfg.Stream, "consumer", cfg.Consumer, "bucket", cfg.Bucket,
 			"ack_wait", ci.Config.AckWait.String(), "max_attempts", cfg.MaxAttempts}
-		for _, name := range []string{cfg.Stream, "KV_" + cfg.Bucket} {
+		for _, name := range []string{cfg.Stream, r.layout.records()} {
 			s, err := js.Stream(ctx, name)
 			if err != nil {
 				continue
@@ -278,7 +282,7 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return js.CreateStream(ctx, jetstream.StreamConfig{
 			Name:        cfg.Stream,
 			Description: "jobs, one message per job accepted, removed once acked",
-			Subjects:    []string{cfg.Stream + ".>", cfg.Stream + "-at.>"},
+			Subjects:    []string{r.layout.jobs(), r.layout.dues()},
 			Retention:   jetstream.WorkQueuePolicy,
 			Storage:     jetstream.FileStorage,
 			Replicas:    cfg.Replicas,
@@ -298,7 +302,7 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,
 			Description:   "the job runners",
-			FilterSubject: cfg.Stream + ".>",
+			FilterSubject: r.layout.jobs(),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
 			// Deliveries are not bounded here: a message the server stops
@@ -322,7 +326,7 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
 	}
-	return r.keepByState(ctx, cfg.Bucket)
+	return r.keepByState(ctx)
 }
 
 // allowSchedules makes a stream found without message schedules (made by
@@ -353,10 +357,10 @@ func (r *Runner) allowSchedules(ctx context.Context, stream jetstream.Stream, na
 // without it gets now: it can be turned on, never off), and when the
 // bucket is full its oldest records go (DiscardOld) rather than a new one
 // be refused. A live record carries no TTL and never expires.
-func (r *Runner) keepByState(ctx context.Context, bucket string) error {
-	s, err := r.js.Stream(ctx, "KV_"+bucket)
+func (r *Runner) keepByState(ctx context.Context) error {
+	s, err := r.js.Stream(ctx, r.layout.records())
 	if err != nil {
-		return fmt.Errorf("bucket %q: %w", bucket, err)
+		return fmt.Errorf("bucket %q: %w", r.layout.bucket, err)
 	}
 	sc := s.CachedInfo().Config
 	if sc.AllowMsgTTL && sc.Discard == jetstream.DiscardOld {
@@ -364,11 +368,11 @@ func (r *Runner) keepByState(ctx context.Context, bucket string) error {
 	}
 	if r.log != nil {
 		r.log.Info("job records: finished ones now expire by their own TTL, the oldest go first when the bucket is full",
-			"bucket", bucket, "allow_msg_ttl", sc.AllowMsgTTL, "discard", sc.Discard.String())
+			"bucket", r.layout.bucket, "allow_msg_ttl", sc.AllowMsgTTL, "discard", sc.Discard.String())
 	}
 	sc.AllowMsgTTL, sc.Discard = true, jetstream.DiscardOld
 	if _, err := r.js.UpdateStream(ctx, sc); err != nil {
-		return fmt.Errorf("bucket %q: keep records by state: %w", bucket, err)
+		return fmt.Errorf("bucket %q: keep records by state: %w", r.layout.bucket, err)
 	}
 	return nil
 }
@@ -525,7 +529,7 @@ func (r *Runner) findAt(ctx context.Context, id string, record func(context.Cont
 	if rec, rev, err = record(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
 		return rec, rev, 0, err
 	}
-	leader := r.leaderLast(r.stream)
+	leader := r.leaderLast(r.layout.stream)
 	if rec, seq, err = r.scheduled(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
 		return rec, 0, seq, err
 	}
@@ -538,7 +542,7 @@ func (r *Runner) findAt(ctx context.Context, id string, record func(context.Cont
 
 // leaderRecord reads job id's record from the bucket's leader.
 func (r *Runner) leaderRecord(ctx context.Context, id string) (jobs.Record, uint64, error) {
-	m, err := r.atLeader(ctx, r.bucketSubj+id)
+	m, err := r.atLeader(ctx, r.layout.record(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && m.Header.Get("KV-Operation") != "" {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -590,7 +594,7 @@ func (r *Runner) waiting(ctx context.Context, id string) (jobs.Record, uint64, e
 func (r *Runner) message(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	m, err := last(ctx, r.subject+id)
+	m, err := last(ctx, r.layout.job(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -599,11 +603,14 @@ func (r *Runner) message(ctx context.Context, id string, last lastMsg) (jobs.Rec
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
-	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: m.Time, Spec: &spec}
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: created(m.Header, m.Time), Spec: &spec}
 	if r.delivered(ctx) >= m.Sequence {
-		// Delivered and not acked, and no record yet: its first run
-		// (which writes nothing before its end) is going on.
-		rec.State, rec.Attempts = jobs.Running, 1
+		// Delivered and not acked, and no record yet: taken by a runner,
+		// in its first run (which writes nothing before its end) or held
+		// for a free worker, which the store cannot tell apart. No run is
+		// recorded as started: Attempts stays 0 until the record is
+		// written.
+		rec.State, rec.Deliveries = jobs.Running, 1
 	}
 	return rec, m.Sequence, nil
 }
@@ -615,7 +622,7 @@ func (r *Runner) scheduled(ctx context.Context, id string, last lastMsg) (jobs.R
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	m, err := last(ctx, r.atSubject+id)
+	m, err := last(ctx, r.layout.due(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -761,7 +768,7 @@ func (r *Runner) put(ctx context.Context, rec jobs.Record) (uint64, error) {
 	if ttl := r.ttl(rec.State); ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
-	ack, err := r.js.Publish(ctx, r.bucketSubj+rec.ID, data, opts...)
+	ack, err := r.js.Publish(ctx, r.layout.record(rec.ID), data, opts...)
 	if err != nil {
 		return 0, storeError(err)
 	}
@@ -800,7 +807,7 @@ func (r *Runner) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64,
 	if ttl := r.ttl(rec.State); ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
-	ack, err := r.js.Publish(ctx, r.bucketSubj+rec.ID, data, opts...)
+	ack, err := r.js.Publish(ctx, r.layout.record(rec.ID), data, opts...)
 	var api *jetstream.APIError
 	switch {
 	case err == nil:

@@ -45,3 +45,29 @@ func TestRunningMeansStartedWithoutAWindow(t *testing.T) {
 		t.Fatalf("two workers busy, yet Counts says %d running and Get %d: %v", counts[jobs.Running], running, counts)
 	}
 }
+
+// TestHeldJobClaimsNoAttempt: with the default window, jobs held for a
+// free worker read running, as the store cannot tell them from first runs
+// (neither has a record yet); neither claims an attempt it may not have
+// started (they read 1 before), and each reads its one delivery.
+func TestHeldJobClaimsNoAttempt(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	closeRunner(t, r)
+	ctx := context.Background()
+	consume(t, r) // two workers, a window beyond them
+	var all []jobs.Record
+	for range 6 {
+		all = append(all, submit(t, r, jobstest.Timed(jobstest.Sleep(3*time.Second), time.Minute)))
+	}
+	time.Sleep(time.Second)
+	for _, j := range all {
+		rec, err := r.Get(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.State == jobs.Running && (rec.Attempts != 0 || rec.Deliveries != 1) {
+			t.Errorf("job %s, delivered and without a record, reads %d attempts and %d deliveries: want 0 and 1", rec.ID, rec.Attempts, rec.Deliveries)
+		}
+	}
+}

@@ -42,6 +42,11 @@ func TestJetStreamSchedulesJobs(t *testing.T) {
 	if late := got.Finished.Sub(at); late < 0 || late > time.Second {
 		t.Fatalf("due at %v, ended %v later; want within a second", at.Format(time.StampMilli), late)
 	}
+	// Its creation is its submit's, not its due time: a latency from
+	// created to finished counts the wait it was asked for.
+	if d := got.Created.Sub(rec.Created); d < -time.Second || d > time.Second {
+		t.Fatalf("created %v once run, %v when accepted: want the same (due at %v)", got.Created.Format(time.StampMilli), rec.Created.Format(time.StampMilli), at.Format(time.StampMilli))
+	}
 	for _, c := range []struct {
 		at   time.Time
 		want string

@@ -26,16 +26,6 @@ const (
 	tailEvery = 100 * time.Millisecond
 )
 
-// headerRetryOf marks the message of a Retry: the revision of the ended
-// record it runs again.
-const headerRetryOf = "Crew-Retry-Of"
-
-// headerRetries is, on a Retry's message, the record's Retries once that
-// Retry is recorded: a message of an earlier run of the job (handed back
-// with a backoff, or not deleted by a cancel) is told from the current
-// one by it, and acked unrun.
-const headerRetries = "Crew-Retries"
-
 // tails follows the jobs' stream and the records' bucket into an index.
 type tails struct {
 	index  *index
@@ -47,7 +37,7 @@ type tails struct {
 }
 
 // follow starts the tails of r's stream and bucket.
-func (r *Runner) follow(bucket string) *tails {
+func (r *Runner) follow() *tails {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &tails{index: newIndex(), ready: make(chan struct{}), stop: stop}
 	t.expire = func() {
@@ -62,7 +52,7 @@ func (r *Runner) follow(bucket string) *tails {
 		// the bucket.
 		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 		defer cancel()
-		if s, err := r.js.Stream(ctx, "KV_"+bucket); err == nil {
+		if s, err := r.js.Stream(ctx, r.layout.records()); err == nil {
 			t.index.evict(s.CachedInfo().State.FirstSeq)
 		}
 	}
@@ -73,8 +63,8 @@ func (r *Runner) follow(bucket string) *tails {
 		stream string
 		apply  func(*nats.Msg, uint64)
 	}{
-		{r.stream, r.applyMsg(t.index)},
-		{"KV_" + bucket, r.applyRecord(t.index)},
+		{r.layout.stream, r.applyMsg(t.index)},
+		{r.layout.records(), r.applyRecord(t.index)},
 	} {
 		syncs := make(chan chan struct{})
 		t.syncs = append(t.syncs, syncs)
@@ -230,11 +220,14 @@ func (r *Runner) applyMsg(x *index) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
 		subj := m.Header.Get(jetstream.SubjectHeader)
 		e := entry{seq: seq, fromMsg: true, t: stamp(m)}
-		var id string
-		if rest, ok := strings.CutPrefix(subj, r.subject); ok {
-			id, e.state = rest, jobs.Queued
-		} else if rest, ok := strings.CutPrefix(subj, r.atSubject); ok {
-			id, e.state = rest, jobs.Scheduled
+		what, id := r.layout.parse(subj)
+		switch what {
+		case aJob:
+			e.state = jobs.Queued
+		case aDue:
+			e.state = jobs.Scheduled
+		default:
+			return // a tick, a schedule: no job
 		}
 		var ok bool
 		if e.id, ok = keyOf(id); !ok {
@@ -252,7 +245,7 @@ func (r *Runner) applyMsg(x *index) func(*nats.Msg, uint64) {
 // written, or deleted.
 func (r *Runner) applyRecord(x *index) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
-		id := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), r.bucketSubj)
+		id := r.layout.recordKey(m.Header.Get(jetstream.SubjectHeader))
 		k, ok := keyOf(id) // not an idempotency key's claim
 		if !ok {
 			return

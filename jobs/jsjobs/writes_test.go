@@ -58,8 +58,8 @@ func TestWritesAJob(t *testing.T) {
 }
 
 // TestARunningJobReadsRunningWithoutARecord: a job on its first run has no
-// record yet, and Get answers it running, attempt 1, from its message and
-// how far the consumer has delivered.
+// record yet, and Get answers it running from its message and how far the
+// consumer has delivered: one delivery, no attempt recorded yet.
 func TestARunningJobReadsRunningWithoutARecord(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
@@ -69,7 +69,7 @@ func TestARunningJobReadsRunningWithoutARecord(t *testing.T) {
 	}
 	consume(t, r)
 	got := eventually(t, r, job.ID, jobs.Running)
-	if got.Attempts != 1 || got.Kind != "sleep" {
+	if got.Attempts != 0 || got.Deliveries != 1 || got.Kind != "sleep" {
 		t.Fatalf("a first run: %+v", got)
 	}
 	kv, err := c.js.KeyValue(context.Background(), "jobs")

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -146,29 +147,17 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 	defer cancel()
 	cfg := set.Config
 	cfg.Log = log
+	if d.server != nil && cfg.Journal == "" {
+		// What this process held when it was last killed runs again as
+		// it starts, rather than after the ack wait (natsjs.WithJournal).
+		cfg.Journal = filepath.Join(set.DataDir, "held")
+	}
 	d.runner, err = jsjobs.New(ctx, js, cfg)
 	if err != nil {
 		if !d.nc.IsConnected() {
 			return fail(fmt.Errorf("-nats-url %q: no server reached in %v: %w", set.URL, setupTimeout, err))
 		}
 		return fail(fmt.Errorf("jobs on JetStream: %w", err))
-	}
-	if d.server != nil {
-		// The embedded server has just started with the process: whatever
-		// it had delivered was delivered to a process that is gone (killed,
-		// or stopped with its hand-backs kept only in the old server's
-		// memory). Deliver it all again now rather than after the ack wait.
-		cons := d.runner.Consumer()
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		if info.NumAckPending > 0 {
-			if _, err := js.ResetConsumer(ctx, cfg.Stream, cfg.Consumer); err != nil {
-				return fail(fmt.Errorf("consumer %q: reset: %w", cfg.Consumer, err))
-			}
-			log.Info("jobs delivered before the last stop and not acked are delivered again now", "count", info.NumAckPending)
-		}
 	}
 	d.source, err = d.runner.Source(pool, natsjs.WithConn(d.nc), natsjs.WithLogger(log))
 	if err != nil {
