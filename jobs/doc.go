@@ -11,15 +11,16 @@
 //	var kinds jobs.Kinds
 //	jobs.Register(&kinds, func(ctx context.Context, a Resize) (Thumb, error) { … })
 //
-// This package holds what every store shares: Kinds and Register, the Spec
-// a job is submitted and travels as, the Record a client reads, the job's
+// This package holds what every store shares: Kinds and Register, the Spec a
+// job is submitted and travels as, the Record a client reads, the job's
 // States, its ids, idempotency keys, the errors a caller tells apart, and
-// the Runner interfaces. Two stores implement them, each in its own
-// package: jsjobs, the durable one (a job is a message in a JetStream
-// stream, its record a key in a key-value bucket, run through a
+// the Runner interfaces. Two stores implement them, each in its own package:
+// jsjobs (module github.com/crew-go/crew/jobs/jsjobs, so that this module
+// needs only the crew core), the durable one (a job is a message in a
+// JetStream stream, its record a key in a key-value bucket, run through a
 // natsjs.Source on whichever process pulls it: at-least-once, attempts,
-// leases, idempotency keys, outages of the store that never count as a
-// job's failure, traces and metrics), and memjobs (the job on the pool,
-// its record in memory, lost with the process: for tests and for one
-// process that may lose its jobs).
+// leases, idempotency keys, outages of the store that never count as a job's
+// failure, traces and metrics), and memjobs (the job on the pool, its record
+// in memory, lost with the process: for tests and for one process that may
+// lose its jobs).
 package jobs

@@ -20,6 +20,8 @@ var Modules = []Module{
 	{Path: "github.com/crew-go/crew/natsjs/natsprom", Dir: "natsjs/natsprom", Tag: "natsjs/natsprom/"},
 	{Path: "github.com/crew-go/crew/natsjs/natsotel", Dir: "natsjs/natsotel", Tag: "natsjs/natsotel/"},
 	{Path: "github.com/crew-go/crew/jobs", Dir: "jobs", Tag: "jobs/"},
+	{Path: "github.com/crew-go/crew/jobs/natsd", Dir: "jobs/natsd", Tag: "jobs/natsd/"},
+	{Path: "github.com/crew-go/crew/jobs/jsjobs", Dir: "jobs/jsjobs", Tag: "jobs/jsjobs/"},
 	{Path: "github.com/crew-go/crew/service", Dir: "service", Tag: "service/"},
 }
 

@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/jobs/jsjobs v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/jobs/natsd v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/natsjs/natsprom v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/prom v0.0.0-00010101000000-000000000000

@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/jobs/jsjobs v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/jobs/natsd v0.0.0-00010101000000-000000000000
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 )
 
 // TestCancelOfAJobPulledNotStarted: a job that waits, not started, in a

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 )
 
 // TestJetStreamCancels: a queued job and a scheduled one never run once

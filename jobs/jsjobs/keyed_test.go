@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 )
 
 // TestSubmitOnceInJetStream: one key makes one job across two runners

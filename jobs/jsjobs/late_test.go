@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/jsjobs"
 	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats.go"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 )
 
 // TestListAfterCloseNotStale: once the runner is closed its index no longer

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/jsjobs"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/memjobs"
 )
 

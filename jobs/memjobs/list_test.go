@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 )
 
 // failing is the spec of a sleep job that fails.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/memjobs"
 )
 

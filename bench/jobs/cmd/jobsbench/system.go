@@ -10,7 +10,8 @@ import (
 //
 // A new contender is one more implementation of system, added to
 // newSystems. The crew jobs library's own Go client and workers on an
-// embedded server (module github.com/crew-go/crew/jobs) go there as
+// embedded server (modules github.com/crew-go/crew/jobs, jobs/jsjobs and
+// jobs/natsd) go there as
 // "crew-jobs": its Enqueue calls the library's client, its workers run in
 // a `jobsbench worker -system crew-jobs` process (see worker.go) so that
 // Restart can SIGKILL them, and they report through the same events.

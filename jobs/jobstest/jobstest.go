@@ -1,5 +1,3 @@
-// Package jobstest holds the tests that every jobs.KeyedRunner must pass,
-// and the kinds and specs they submit, for the stores' tests.
 package jobstest
 
 import (
