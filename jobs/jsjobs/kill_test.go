@@ -16,7 +16,7 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/internal/jobstest"
+	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/jsjobs"
 	"github.com/crew-go/crew/jobs/natsd"
 	"github.com/nats-io/nats.go"
