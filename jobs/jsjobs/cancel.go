@@ -172,8 +172,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		} else if err != nil {
 			return jobs.Record{}, "", err
 		}
-		r.counts.canceled.Add(1)
-		r.cancels.WithLabelValues(string(was)).Inc()
+		r.instruments.canceled(was)
 		if seq != 0 && was != jobs.Running {
 			// Never delivered: gone from the stream, it cannot run even
 			// once its record has expired. A failure leaves it to be acked

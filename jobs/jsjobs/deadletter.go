@@ -94,8 +94,7 @@ func (r *Runner) retriedBy(id string, was jobs.State, rev uint64, retries int) {
 	if r.log != nil {
 		r.log.Info("job retried", "job", id, "was", string(was), "rev", rev, "retries", retries)
 	}
-	r.counts.retriedByHand.Add(1)
-	r.reruns.WithLabelValues(string(was)).Inc()
+	r.instruments.rerun(was)
 }
 
 // retried is an ended job's record queued again by a Retry: fresh

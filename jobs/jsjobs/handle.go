@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/natsjs"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // errTimedOut ends a job's context at its own timeout, to tell it from the
@@ -233,7 +231,7 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 			// back with a backoff, then the job canceled and retried): the
 			// Retry's own message runs it.
 			r.logWarn("a job's message from before its latest retry: acked, not run", "job", id, "retries", rec.Retries, "retry_of", d.retryOf)
-			r.counts.skipped.Add(1)
+			r.instruments.skipped()
 			return settle(nil)
 		case rec.State.Terminal() && (d.retryOf == 0 || d.retryOf != rev):
 			if d.retryOf != 0 {
@@ -241,7 +239,7 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 				// retried job that does not run can be traced.
 				r.logWarn("a retry's message finds its job ended otherwise: acked, not run", "job", id, "state", string(rec.State), "rev", rev, "retry_of", d.retryOf)
 			}
-			r.counts.skipped.Add(1)
+			r.instruments.skipped()
 			return settle(nil)
 		case rec.State.Terminal():
 			// The message of a Retry of this very record, delivered before
@@ -271,7 +269,7 @@ func (r *Runner) mark(ctx context.Context, id string, d delivery, kind, bad stri
 		if d.attempt > 0 {
 			rec.Deliveries = d.attempt
 		}
-		rec.Trace = runTrace(ctx, rec)
+		rec.Trace = r.instruments.runTrace(ctx, rec)
 		if !write {
 			return marking{rec: rec, rev: rev}
 		}
@@ -341,7 +339,7 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	case run.timedOut:
 		outcome = string(jobs.TimedOut)
 	}
-	r.observeRun(ctx, kind, outcome, run.took)
+	r.instruments.ran(ctx, kind, outcome, run.took)
 	switch outcome {
 	case string(jobs.Succeeded):
 		return natsjs.Then(func(ctx context.Context) error {
@@ -349,7 +347,7 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 		})
 	case string(jobs.Canceled):
 		// Its record says so already, written by the cancel.
-		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(string(jobs.Canceled)))
+		r.instruments.spanOutcome(ctx, string(jobs.Canceled))
 		return nil
 	case interrupted:
 		// Interrupted, not failed: queued again, to run again here or
@@ -359,18 +357,17 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 			why = ctx.Err()
 		}
 		rec.State, rec.Error = jobs.Queued, "interrupted ("+why.Error()+"), to run again"
-		trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(interrupted))
 		// Unless another run has written it since (the lease lost, the job
 		// redelivered); if this fails, the record says running until the
 		// next run.
 		_, _ = r.swap(context.WithoutCancel(ctx), rec, m.rev)
-		r.counts.requeued.Add(1)
+		r.instruments.requeued(ctx)
 		return fmt.Errorf("job %s interrupted: %w", rec.ID, why)
 	}
 	if d, ok := jobs.SnoozedFor(run.err); ok {
 		rec.Attempts-- // a snoozed run is no attempt
 		return natsjs.Then(func(ctx context.Context) error {
-			return r.retry(ctx, m.rev, rec, d, "snoozed", &r.counts.snoozed)
+			return r.retry(ctx, m.rev, rec, d, "snoozed")
 		})
 	}
 	st, msg := jobs.TimedOut, fmt.Sprintf("job timed out after %v", job.Timeout)
@@ -385,21 +382,19 @@ func (r *Runner) ended(ctx context.Context, m marking, kind string, run jobRun, 
 	}
 	d := r.backoff(rec.Attempts)
 	return natsjs.Then(func(ctx context.Context) error {
-		return r.retry(ctx, m.rev, rec, d, string(st), &r.counts.retried)
+		return r.retry(ctx, m.rev, rec, d, string(st))
 	})
 }
 
 // retry records the job retrying, due after d, and has the Source hand it
 // back with that delay. The record is kept as finish keeps an end, while
 // the store is out and the lease holds.
-func (r *Runner) retry(ctx context.Context, rev uint64, rec jobs.Record, d time.Duration, why string, count *atomic.Uint64) error {
+func (r *Runner) retry(ctx context.Context, rev uint64, rec jobs.Record, d time.Duration, why string) error {
 	rec.State, rec.NextRun = jobs.Retrying, time.Now().Add(d)
-	trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String("retrying"))
 	if err := r.keep(ctx, rev, rec); err != nil {
 		return r.gaveWay(err)
 	}
-	count.Add(1)
-	r.backoffs.WithLabelValues(rec.Kind, why).Inc()
+	r.instruments.backedOff(ctx, rec.Kind, why)
 	return natsjs.RetryAfter(fmt.Errorf("job %s %s: next run in %v", rec.ID, why, d.Round(time.Millisecond)), d)
 }
 
@@ -410,7 +405,7 @@ func (r *Runner) finish(ctx context.Context, rev uint64, rec jobs.Record, st job
 	if st == jobs.Succeeded {
 		rec.Spec = nil // kept only for a Retry, of a job that did not succeed
 	}
-	runOutcome(ctx, st)
+	r.instruments.spanOutcome(ctx, string(st))
 	return r.writeEnd(ctx, rev, rec, false)
 }
 
@@ -424,23 +419,8 @@ func (r *Runner) writeEnd(ctx context.Context, rev uint64, rec jobs.Record, late
 		}
 		return r.gaveWay(err)
 	}
-	r.countEnd(rec.State, late)
+	r.instruments.ended(rec.State, late)
 	return nil
-}
-
-// countEnd counts a run's end, written (late: after its lease was lost).
-func (r *Runner) countEnd(st jobs.State, late bool) {
-	if late {
-		r.counts.late.Add(1)
-	}
-	switch st {
-	case jobs.Succeeded:
-		r.counts.succeeded.Add(1)
-	case jobs.TimedOut:
-		r.counts.timedOut.Add(1)
-	default:
-		r.counts.failed.Add(1)
-	}
 }
 
 // keep writes a record after a run, over the revision its run read (0:
@@ -510,7 +490,7 @@ var errEnded = errors.New("job ended meanwhile")
 // skipped, when the job had ended meanwhile; err itself otherwise.
 func (r *Runner) gaveWay(err error) error {
 	if errors.Is(err, errEnded) {
-		r.counts.skipped.Add(1)
+		r.instruments.skipped()
 		return nil
 	}
 	return err
@@ -519,35 +499,5 @@ func (r *Runner) gaveWay(err error) error {
 func (r *Runner) logWarn(msg string, args ...any) {
 	if r.log != nil {
 		r.log.Warn(msg, args...)
-	}
-}
-
-// Outcomes counts what this process's Handle did with the jobs delivered
-// to it.
-type Outcomes struct {
-	Succeeded, Failed, TimedOut uint64 // runs ended, recorded and acked
-	Retried                     uint64 // runs failed or timed out with attempts left: the job runs again after a backoff
-	Snoozed                     uint64 // runs that asked to run again later (jobs.Snooze), no attempt counted
-	Requeued                    uint64 // runs interrupted, handed back to run again
-	LateEnds                    uint64 // ends written after their lease was lost (late.go), counted above too
-	Skipped                     uint64 // redeliveries of jobs already finished: acked, not run
-	Canceled                    uint64 // jobs canceled through this runner
-	RetriedByHand               uint64 // ended jobs run again through this runner's Retry
-	Ticks, TicksSkipped         uint64 // periodic jobs' ticks that submitted their job, and those skipped (periodic.go)
-}
-
-type outcomeCounts struct {
-	succeeded, failed, timedOut, retried, snoozed, canceled, requeued, skipped, retriedByHand, late atomic.Uint64
-	ticks, ticksSkipped                                                                             atomic.Uint64
-}
-
-// Outcomes returns the counts so far.
-func (r *Runner) Outcomes() Outcomes {
-	return Outcomes{
-		Succeeded: r.counts.succeeded.Load(), Failed: r.counts.failed.Load(), TimedOut: r.counts.timedOut.Load(),
-		Retried: r.counts.retried.Load(), Snoozed: r.counts.snoozed.Load(),
-		Requeued: r.counts.requeued.Load(), Skipped: r.counts.skipped.Load(), Canceled: r.counts.canceled.Load(),
-		RetriedByHand: r.counts.retriedByHand.Load(), LateEnds: r.counts.late.Load(),
-		Ticks: r.counts.ticks.Load(), TicksSkipped: r.counts.ticksSkipped.Load(),
 	}
 }

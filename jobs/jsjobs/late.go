@@ -162,9 +162,9 @@ func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
 	switch {
 	case err == nil:
 		r.health.ok()
-		r.countEnd(e.rec.State, true)
+		r.instruments.ended(e.rec.State, true)
 	case errors.Is(err, errEnded):
-		r.counts.skipped.Add(1)
+		r.instruments.skipped()
 		return nil
 	case errors.Is(err, jobs.ErrUnavailable):
 		r.health.outage(err)

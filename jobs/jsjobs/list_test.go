@@ -212,11 +212,11 @@ func TestJetStreamRetriesADeadLetter(t *testing.T) {
 	if n := jobstest.Runs(dead.ID); n != 3 {
 		t.Fatalf("runs: %d, want 3 (two failed, one after the retry)", n)
 	}
-	if n := counter(t, r, "crewd_jobs_rerun_total", "state", "failed"); n != 1 {
-		t.Fatalf("crewd_jobs_rerun_total{state=failed} %v, want 1", n)
+	if n := counter(t, r, "crew_jobs_rerun_total", "state", "failed"); n != 1 {
+		t.Fatalf("crew_jobs_rerun_total{state=failed} %v, want 1", n)
 	}
-	if n := counter(t, r, "crewd_job_backoffs_total", "why", "failed"); n != 1 {
-		t.Fatalf("crewd_job_backoffs_total{why=failed} %v, want 1 (the first of two attempts)", n)
+	if n := counter(t, r, "crew_job_backoffs_total", "why", "failed"); n != 1 {
+		t.Fatalf("crew_job_backoffs_total{why=failed} %v, want 1 (the first of two attempts)", n)
 	}
 	if _, err := r.Retry(context.Background(), dead.ID); !errors.As(err, &over) || over.State != jobs.Succeeded {
 		t.Fatalf("Retry of a succeeded job: %v", err)
@@ -355,7 +355,7 @@ func TestJetStreamRetryOnAStaleReplica(t *testing.T) {
 }
 
 // TestJetStreamConcurrentRetries: Retries of one dead letter asked at once
-// run it once and count once in crewd_jobs_rerun_total, whichever of them
+// run it once and count once in crew_jobs_rerun_total, whichever of them
 // published first or wrote the record first.
 func TestJetStreamConcurrentRetries(t *testing.T) {
 	c := newCluster(t)
@@ -391,7 +391,7 @@ func TestJetStreamConcurrentRetries(t *testing.T) {
 			t.Fatalf("runs of %s: %d, want 2 (one failed, one after the retries)", id, n)
 		}
 	}
-	if n := counter(t, r, "crewd_jobs_rerun_total", "state", "failed"); n != letters {
-		t.Fatalf("crewd_jobs_rerun_total{state=failed} %v, want %d (one a dead letter, however many asked)", n, letters)
+	if n := counter(t, r, "crew_jobs_rerun_total", "state", "failed"); n != letters {
+		t.Fatalf("crew_jobs_rerun_total{state=failed} %v, want %d (one a dead letter, however many asked)", n, letters)
 	}
 }

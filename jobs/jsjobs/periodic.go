@@ -163,8 +163,7 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 // tick whose next is past due.
 func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 	if next, err := time.Parse(time.RFC3339Nano, d.tickNext); err == nil && time.Since(next) > tickGrace {
-		r.counts.ticksSkipped.Add(1)
-		r.ticks.WithLabelValues("skipped").Inc()
+		r.instruments.ticked(false)
 		r.logWarn("a periodic job's tick skipped: its next was due", "periodic", name, "next", d.tickNext)
 		return nil
 	}
@@ -179,8 +178,7 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 	if _, err := natsotel.Publish(pctx, r.js, msg, jetstream.WithMsgID(id)); err != nil {
 		return natsjs.Unavailable(storeError(err))
 	}
-	r.counts.ticks.Add(1)
-	r.ticks.WithLabelValues("submitted").Inc()
+	r.instruments.ticked(true)
 	return nil
 }
 

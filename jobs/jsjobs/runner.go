@@ -17,7 +17,6 @@ import (
 	"github.com/crew-go/crew/jobs"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Runner runs jobs through a JetStream stream, with their records in a
@@ -75,10 +74,6 @@ type Runner struct {
 	closing  sync.Once              // Close
 	closed   atomic.Bool            // Close has begun: List and Counts refuse
 	closeErr error                  // the first Close's
-	cancels  *prometheus.CounterVec // crewd_jobs_canceled_total{state}
-	backoffs *prometheus.CounterVec // crewd_job_backoffs_total{kind,why}
-	reruns   *prometheus.CounterVec // crewd_jobs_rerun_total{state}
-	ticks    *prometheus.CounterVec // crewd_job_ticks_total{outcome}
 
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
 	deliveredSeq uint64
@@ -89,8 +84,7 @@ type Runner struct {
 	maxAttempts                int
 	backoff                    func(attempt int) time.Duration
 	log                        *slog.Logger
-	counts                     outcomeCounts
-	runs                       *prometheus.HistogramVec // crewd_job_run_seconds
+	instruments                *instruments // metrics, spans and outcome counts (instruments.go)
 }
 
 var _ jobs.KeyedRunner = (*Runner)(nil)
@@ -151,6 +145,13 @@ type Config struct {
 	// request's time even when the store does not; 0 is DefaultStoreTimeout.
 	StoreTimeout time.Duration
 
+	// Namespace begins the names of the Runner's metrics
+	// (<namespace>_job_run_seconds and the like) and of its spans'
+	// attributes (<namespace>.job.id and the like): a program's own name,
+	// or DefaultNamespace ("crew") when empty. Letters, digits and
+	// underscores, not beginning with a digit.
+	Namespace string
+
 	Log *slog.Logger // may be nil
 }
 
@@ -164,6 +165,7 @@ func (cfg *Config) defaults() {
 	def(&cfg.Stream, "jobs")
 	def(&cfg.Consumer, "jobs")
 	def(&cfg.Bucket, "jobs")
+	def(&cfg.Namespace, DefaultNamespace)
 	cfg.DefaultTimeout, cfg.MaxTimeout = jobs.Timeouts(cfg.DefaultTimeout, cfg.MaxTimeout)
 	for _, d := range []struct {
 		p *time.Duration
@@ -205,6 +207,7 @@ func (cfg *Config) bad() []string {
 	check(cfg.MaxTimeout >= cfg.DefaultTimeout, "MaxTimeout %v, want at least DefaultTimeout %v", cfg.MaxTimeout, cfg.DefaultTimeout)
 	check(cfg.MaxDelay > 0, "MaxDelay %v, want more than 0", cfg.MaxDelay)
 	check(cfg.Replicas >= 1 && cfg.Replicas <= MaxReplicas, "Replicas %d, want 1..%d", cfg.Replicas, MaxReplicas)
+	check(validNamespace(cfg.Namespace), "Namespace %.40q, want letters, digits and underscores, not beginning with a digit", cfg.Namespace)
 	check(cfg.StoreTimeout >= 0, "StoreTimeout %v, want 0 (the default) or more", cfg.StoreTimeout)
 	return bad
 }
@@ -234,7 +237,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, maxDelay: cfg.MaxDelay,
 		succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL, journal: cfg.Journal,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
-		runs: newRunHistogram(), cancels: newCancelCounter(), backoffs: newBackoffCounter(), reruns: newRerunCounter(), ticks: newTickCounter(),
+		instruments: newInstruments(cfg.Namespace),
 	}
 	r.atLeader = r.leaderLast(r.layout.records())
 	if err := retrySetup(ctx, cfg.Log, func(ctx context.Context) error { return r.setup(ctx, cfg) }); err != nil {

@@ -12,9 +12,6 @@ import (
 	"github.com/crew-go/crew/natsjs/natsotel"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // A job's trace, through OpenTelemetry's global TracerProvider and
@@ -24,14 +21,6 @@ import (
 // child of the publish on whichever process pulls the job, with its id,
 // kind, attempt and outcome, and linked to the job's previous run when it
 // runs again (runTrace).
-
-// Attributes of a job's spans.
-const (
-	AttrJobID      = attribute.Key("crewd.job.id")
-	AttrJobKind    = attribute.Key("crewd.job.kind")
-	AttrJobAttempt = attribute.Key("crewd.job.attempt")
-	AttrJobOutcome = attribute.Key("crewd.job.outcome")
-)
 
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id; a Retry's message
@@ -89,31 +78,4 @@ func (r *Runner) Source(pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source,
 // that accepted the job.
 func (r *Runner) TracedHandle() natsjs.Handler {
 	return natsotel.Handler(r.Handle)
-}
-
-// runTrace marks the run's span with the job, links it to the span of the
-// job's previous run (the record keeps that run's traceparent: a
-// redelivered message carries only its publish's context), and returns
-// what the record keeps of this run for the next: its traceparent when
-// it is sampled, else what it held.
-func runTrace(ctx context.Context, rec jobs.Record) string {
-	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(AttrJobID.String(rec.ID), AttrJobKind.String(rec.Kind), AttrJobAttempt.Int(rec.Attempts))
-	if rec.Trace != "" {
-		prev := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": rec.Trace})
-		if sc := trace.SpanContextFromContext(prev); sc.IsValid() {
-			span.AddLink(natsotel.PreviousAttempt(sc))
-		}
-	}
-	if !span.SpanContext().IsSampled() {
-		return rec.Trace
-	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
-}
-
-// runOutcome marks the run's span with how the job ended.
-func runOutcome(ctx context.Context, st jobs.State) {
-	trace.SpanFromContext(ctx).SetAttributes(AttrJobOutcome.String(string(st)))
 }

@@ -68,7 +68,7 @@ func TestAJobsTraceCrossesRunners(t *testing.T) {
 	if run.Parent().SpanID() != pub.SpanContext().SpanID() {
 		t.Fatalf("the run's parent is %v, not the publish %v", run.Parent().SpanID(), pub.SpanContext().SpanID())
 	}
-	want := map[string]string{"crewd.job.id": job.ID, "crewd.job.kind": "factorial", "crewd.job.attempt": "1", "crewd.job.outcome": "succeeded"}
+	want := map[string]string{"crew.job.id": job.ID, "crew.job.kind": "factorial", "crew.job.attempt": "1", "crew.job.outcome": "succeeded"}
 	for _, kv := range run.Attributes() {
 		if w, ok := want[string(kv.Key)]; ok {
 			if kv.Value.Emit() != w {
@@ -146,7 +146,7 @@ func TestARunLinksToTheJobsPreviousRun(t *testing.T) {
 	}
 	exemplars := map[string]string{} // outcome -> trace id
 	for _, mf := range mfs {
-		if mf.GetName() != "crewd_job_run_seconds" {
+		if mf.GetName() != "crew_job_run_seconds" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -155,7 +155,7 @@ func TestARunLinksToTheJobsPreviousRun(t *testing.T) {
 				labels[l.GetName()] = l.GetValue()
 			}
 			if labels["kind"] != "sleep" || m.GetHistogram().GetSampleCount() != 1 {
-				t.Fatalf("crewd_job_run_seconds%v: %d runs, want 1 of kind sleep", labels, m.GetHistogram().GetSampleCount())
+				t.Fatalf("crew_job_run_seconds%v: %d runs, want 1 of kind sleep", labels, m.GetHistogram().GetSampleCount())
 			}
 			for _, b := range m.GetHistogram().GetBucket() {
 				for _, l := range b.GetExemplar().GetLabel() {
@@ -165,6 +165,6 @@ func TestARunLinksToTheJobsPreviousRun(t *testing.T) {
 		}
 	}
 	if exemplars["interrupted"] != run1.SpanContext().TraceID().String() || exemplars["succeeded"] != run2.SpanContext().TraceID().String() {
-		t.Fatalf("crewd_job_run_seconds exemplars by outcome %v, want each run's trace", exemplars)
+		t.Fatalf("crew_job_run_seconds exemplars by outcome %v, want each run's trace", exemplars)
 	}
 }

@@ -147,6 +147,9 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 	defer cancel()
 	cfg := set.Config
 	cfg.Log = log
+	if cfg.Namespace == "" {
+		cfg.Namespace = "crewd" // its dashboards, alerts and their tests read crewd_job_*
+	}
 	if d.server != nil && cfg.Journal == "" {
 		// What this process held when it was last killed runs again as
 		// it starts, rather than after the ack wait (natsjs.WithJournal).
