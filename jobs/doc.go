@@ -11,13 +11,18 @@
 //	var kinds jobs.Kinds
 //	jobs.Register(&kinds, func(ctx context.Context, a Resize) (Thumb, error) { … })
 //
-// This package holds what every store shares: Kinds and Register, the Spec a
-// job is submitted and travels as, the Record a client reads, the job's
-// States, its ids, idempotency keys, the errors a caller tells apart, and
-// the Runner interfaces. Two stores implement them, each in its own package:
-// jsjobs (module github.com/crew-go/crew/jobs/jsjobs, so that this module
-// needs only the crew core), the durable one (a job is a message in a
-// JetStream stream, its record a key in a key-value bucket, run through a
+// A program that only submits declares its kinds by their arguments
+// alone, jobs.Declare[Resize](&kinds): its jobs are checked as a
+// registered kind's, and run by the workers that register the kind.
+//
+// This package holds what every store shares: Kinds, Register and Declare,
+// the Spec a job is submitted and travels as, the Record a client reads,
+// the job's States, its ids, idempotency keys, the errors a caller tells
+// apart, and the Runner interfaces. Two stores implement them, each in its
+// own package: jsjobs (module github.com/crew-go/crew/jobs/jsjobs, so that
+// this module needs only the crew core), the durable one (a job is a
+// message in a JetStream stream, its record a key in a key-value bucket,
+// run through a
 // natsjs.Source on whichever process pulls it: at-least-once, attempts,
 // leases, idempotency keys, outages of the store that never count as a job's
 // failure, traces and metrics), and memjobs (the job on the pool, its record

@@ -16,7 +16,9 @@ import (
 type Runner interface {
 	// Submit validates spec and accepts the job, or refuses it with an
 	// error: an *InvalidError, crew.ErrQueueFull, crew.ErrClosed,
-	// ErrFull, ErrUnavailable, or ctx's error.
+	// ErrFull, ErrUnavailable, ErrNotRunHere (a store that runs its jobs
+	// in the submitting process, for a kind only declared), or ctx's
+	// error.
 	Submit(ctx context.Context, spec Spec) (Record, error)
 	// Get returns the job's record: ErrNotFound for an unknown (or evicted,
 	// or expired) id, ErrUnavailable when the records cannot be read now.

@@ -137,19 +137,26 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 }
 
-// TestBackoffGrowsAndIsCapped: the default backoff doubles from about a
-// second, loses up to half at random, and stops at an hour.
-func TestBackoffGrowsAndIsCapped(t *testing.T) {
+// TestBackoffIsAsDocumented: the default backoff is 2^(attempt-1) s, 1 s
+// after the first failure, capped at an hour from the 13th, less up to a
+// half at random; its doc said 2^attempt s.
+func TestBackoffIsAsDocumented(t *testing.T) {
 	none := func(int64) int64 { return 0 }
 	all := func(n int64) int64 { return n - 1 }
+	half := func(n int64) int64 { return n / 2 }
 	for _, c := range []struct {
-		attempt  int
-		min, max time.Duration
-	}{{1, 500 * time.Millisecond, time.Second}, {2, time.Second, 2 * time.Second}, {5, 8 * time.Second, 16 * time.Second},
-		{13, 30 * time.Minute, time.Hour}, {25, 30 * time.Minute, time.Hour}} {
-		lo, hi := jobs.Backoff(c.attempt, none), jobs.Backoff(c.attempt, all)
-		if lo != c.min || hi < c.max-time.Nanosecond || hi > c.max {
-			t.Errorf("attempt %d: backoff from %v to %v, want %v to %v", c.attempt, lo, hi, c.min, c.max)
+		attempt int
+		full    time.Duration // with no jitter: the longest wait
+	}{
+		{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 8 * time.Second},
+		{5, 16 * time.Second}, {6, 32 * time.Second}, {7, 64 * time.Second}, {8, 128 * time.Second},
+		{9, 256 * time.Second}, {10, 512 * time.Second}, {11, 1024 * time.Second}, {12, 2048 * time.Second},
+		{13, time.Hour}, {14, time.Hour}, {25, time.Hour}, {jobs.MaxMaxAttempts, time.Hour},
+	} {
+		lo, mid, hi := jobs.Backoff(c.attempt, none), jobs.Backoff(c.attempt, half), jobs.Backoff(c.attempt, all)
+		if lo != c.full/2 || hi != c.full || mid <= lo || mid >= hi {
+			t.Errorf("attempt %d: backoff %v, %v, %v at the least, middle and most jitter; want %v to %v",
+				c.attempt, lo, mid, hi, c.full/2, c.full)
 		}
 	}
 }

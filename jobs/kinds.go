@@ -14,8 +14,8 @@ import (
 
 // Args is what a job of one kind is given: a type that encodes as JSON (a
 // struct, usually), whose Kind, with a value receiver, names the kind.
-// Register adds the kind with the function that runs it; NewSpec makes a
-// job of it.
+// Register adds the kind with the function that runs it, Declare without
+// one (for a program that only submits); NewSpec makes a job of it.
 type Args interface {
 	Kind() string
 }
@@ -29,19 +29,21 @@ type Validator interface {
 }
 
 // Kinds is the set of job kinds a runner accepts and runs, each with the
-// type of its arguments and the function that runs it. The zero value is
-// an empty set; add kinds with Register before the set is given to a
+// type of its arguments and the function that runs it, or none for a kind
+// only declared (Declare: accepted, not run). The zero value is an empty
+// set; add kinds with Register or Declare before the set is given to a
 // runner, and not after.
 type Kinds struct {
 	byName map[string]kind
 }
 
-// kind is a registered kind, its types erased: prepare decodes and checks
+// kind is a registered or declared kind, its types erased: prepare decodes and checks
 // a job's arguments and returns what runs it.
 type kind struct {
 	prepare     func(args json.RawMessage) (normal json.RawMessage, run func(context.Context) (json.RawMessage, error), err error)
 	maxAttempts int  // 0: the spec's or the runner's
 	boundSet    bool // WithMaxAttempts given: its n must be a bound
+	declared    bool // by Declare: its run is ErrNotRunHere
 }
 
 // KindOption configures a kind at Register. Make one with WithMaxAttempts.
@@ -65,7 +67,8 @@ const MaxKindLen = 64
 // arguments decoded (unknown fields refused), and its result, encoded as
 // JSON, is the job's Record.Result (ResultOf decodes it). run should
 // honour ctx, which ends at the job's timeout, on a hard stop or when the
-// job is cancelled. Register refuses a name already registered, an empty
+// job is cancelled. Register refuses a name already in ks (registered, or
+// declared with Declare: a registered kind is submitted too), an empty
 // one, one longer than MaxKindLen or with characters other than letters,
 // digits, '_', '-' and '.'.
 func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R, error), opts ...KindOption) error {
@@ -87,13 +90,57 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 	if err != nil {
 		return fmt.Errorf("jobs: Register: %w", err)
 	}
-	if _, dup := ks.byName[name]; dup {
-		return fmt.Errorf("jobs: Register: kind %q registered twice", name)
+	if err := ks.vacant("Register", name); err != nil {
+		return err
 	}
+	k.prepare = preparer(name, func(ctx context.Context, args A) (json.RawMessage, error) {
+		v, err := run(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s job: encode its result: %w", name, err)
+		}
+		if string(out) == "null" {
+			return nil, nil
+		}
+		return out, nil
+	})
+	ks.add(name, k)
+	return nil
+}
+
+// vacant refuses name if ks has it already, registered or declared, for
+// the error of Register or Declare (op).
+func (ks *Kinds) vacant(op, name string) error {
+	k, dup := ks.byName[name]
+	switch {
+	case !dup:
+		return nil
+	case op == "Register" && k.declared:
+		return fmt.Errorf("jobs: Register: kind %q declared already: register it instead (a registered kind is submitted too)", name)
+	case op == "Declare" && !k.declared:
+		return fmt.Errorf("jobs: Declare: kind %q registered already (a registered kind is submitted too)", name)
+	case k.declared:
+		return fmt.Errorf("jobs: Declare: kind %q declared twice", name)
+	}
+	return fmt.Errorf("jobs: Register: kind %q registered twice", name)
+}
+
+// add adds kind k under name.
+func (ks *Kinds) add(name string, k kind) {
 	if ks.byName == nil {
 		ks.byName = make(map[string]kind)
 	}
-	k.prepare = func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
+	ks.byName[name] = k
+}
+
+// preparer is a kind's prepare: it decodes a job's arguments as an A
+// (unknown fields refused), validates them, and returns them normalised
+// with the function that runs the job with them.
+func preparer[A Args](name string, run func(context.Context, A) (json.RawMessage, error)) func(json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
+	return func(raw json.RawMessage) (json.RawMessage, func(context.Context) (json.RawMessage, error), error) {
 		var args A
 		if err := decodeArgs(raw, &args); errors.As(err, new(unknownField)) {
 			return nil, nil, unknownError{&InvalidError{fmt.Sprintf("%s job: %v", name, err)}, ErrUnknownField}
@@ -109,23 +156,8 @@ func Register[A Args, R any](ks *Kinds, run func(ctx context.Context, args A) (R
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s job: encode its arguments: %w", name, err)
 		}
-		return normal, func(ctx context.Context) (json.RawMessage, error) {
-			v, err := run(ctx, args)
-			if err != nil {
-				return nil, err
-			}
-			out, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s job: encode its result: %w", name, err)
-			}
-			if string(out) == "null" {
-				return nil, nil
-			}
-			return out, nil
-		}, nil
+		return normal, func(ctx context.Context) (json.RawMessage, error) { return run(ctx, args) }, nil
 	}
-	ks.byName[name] = k
-	return nil
 }
 
 // kindOf reads the kind's name off A's zero value and checks it.
@@ -233,7 +265,8 @@ func typeName(t reflect.Type) string {
 	return t.String()
 }
 
-// Names returns the kinds' names, sorted (none for a nil *Kinds).
+// Names returns the kinds' names, declared ones included, sorted (none for
+// a nil *Kinds).
 func (ks *Kinds) Names() []string {
 	if ks == nil {
 		return nil

@@ -59,9 +59,12 @@ const DefaultMaxAttempts = 25
 const MaxMaxAttempts = 1000
 
 // Backoff is the wait before a job's next run after its attempt-th run
-// failed: 2^attempt seconds capped at an hour, less up to a half at random
-// (so that jobs that failed together do not all come back together):
-// about 1 s, 2 s, 4 s, ... and an hour from the 13th attempt.
+// failed: 2^(attempt-1) seconds capped at an hour, less up to a half at
+// random (so that jobs that failed together do not all come back
+// together): 1 s after the first failure, 2 s after the second, 4 s after
+// the third, ..., 34 min after the 12th and an hour from the 13th on, each
+// less up to a half. An attempt below 1 waits as the first. random(n) is
+// a number from 0 to n-1 (rand.Int64N).
 func Backoff(attempt int, random func(n int64) int64) time.Duration {
 	d := time.Second
 	for i := 1; i < attempt && d < time.Hour; i++ {

@@ -116,7 +116,7 @@ type Config struct {
 	// otherwise; 0 is jobs.DefaultMaxAttempts (25).
 	MaxAttempts int
 	// Backoff is the wait before a job's next run after its attempt-th
-	// run failed; nil is jobs.Backoff (about 2^attempt s, at most 1 h).
+	// run failed; nil is jobs.Backoff (2^(attempt-1) s, at most 1 h).
 	Backoff func(attempt int) time.Duration
 
 	// Kinds are the kinds of job accepted and run; a job of another kind,

@@ -63,7 +63,9 @@ func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, 
 	return e.record(r.Store.now), rec.State, nil
 }
 
-// Submit implements Runner.
+// Submit implements Runner. A job of a kind only declared (jobs.Declare)
+// is refused, jobs.ErrNotRunHere: the job would run here, where nothing
+// can run it.
 func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) {
 	job, err := r.prepare(spec)
 	if err != nil {
@@ -84,12 +86,17 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 	return e.record(r.Store.now), nil
 }
 
-// prepare checks spec as Submit does.
+// prepare checks spec as Submit does. A kind only declared
+// (jobs.Declare) is refused, jobs.ErrNotRunHere: nothing else runs a job
+// submitted here.
 func (r *Runner) prepare(spec jobs.Spec) (jobs.Prepared, error) {
 	def, longest := jobs.Timeouts(r.DefaultTimeout, r.MaxTimeout)
 	job, err := r.Kinds.Prepare(spec, def, longest)
 	if err != nil {
 		return jobs.Prepared{}, err
+	}
+	if !r.Kinds.Runs(spec.Kind) {
+		return jobs.Prepared{}, fmt.Errorf("memjobs: %s job: %w (memjobs runs its jobs in the process that submits them: register the kind, with its function)", spec.Kind, jobs.ErrNotRunHere)
 	}
 	if !job.RunAt.IsZero() {
 		return jobs.Prepared{}, &jobs.InvalidError{Reason: `"run_at": a job due later needs the JetStream store; in memory every job runs now`}

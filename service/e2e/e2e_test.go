@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -573,6 +574,12 @@ func TestBadStartExitsTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Close() // nothing listens there now
+	// The port in use is held by this test's process, which Linux's /proc
+	// names; where it cannot be found the message says how to.
+	held := fmt.Sprintf(`address already in use (process %d ("`, os.Getpid())
+	if runtime.GOOS != "linux" {
+		held = "address already in use (another crewd still running?"
+	}
 	for _, tc := range []struct {
 		args []string
 		env  string
@@ -581,7 +588,7 @@ func TestBadStartExitsTwo(t *testing.T) {
 	}{
 		{args: []string{"-workers", "-3"}, code: 2, says: "-workers -3"},
 		{env: "CREW_SHUTDOWN_TIMEOUT=soon", code: 2, says: "CREW_SHUTDOWN_TIMEOUT"},
-		{args: []string{"-http-addr", ln.Addr().String()}, code: 2, says: "address already in use (another crewd still running?"},
+		{args: []string{"-http-addr", ln.Addr().String()}, code: 2, says: held},
 		{args: []string{"-nats-url", "localhost:4222"}, code: 2, says: "-nats-url"},
 		{args: []string{"-data-dir", filepath.Join(file, "sub")}, code: 2, says: "-data-dir " + filepath.Join(file, "sub")},
 		{args: []string{"-data-dir", busy}, code: 2, says: "in use by another process"},

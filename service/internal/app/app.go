@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/crew-go/crew"
@@ -53,13 +52,13 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		fmt.Fprintf(errOut, "crewd: -http-addr %s: %v%s\n", cfg.HTTPAddr, err, inUse(err))
+		fmt.Fprintf(errOut, "crewd: -http-addr %s: %v%s\n", cfg.HTTPAddr, err, inUse(err, cfg.HTTPAddr))
 		return ExitConfig
 	}
 	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		httpLn.Close()
-		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v%s\n", cfg.AdminAddr, err, inUse(err))
+		fmt.Fprintf(errOut, "crewd: -admin-addr %s: %v%s\n", cfg.AdminAddr, err, inUse(err, cfg.AdminAddr))
 		return ExitConfig
 	}
 	// Traces, when the OTEL_* variables ask for them (see package tracing).
@@ -95,16 +94,6 @@ var terminal = func(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// inUse explains an address already in use: most often a crewd still
-// running, orphaned when the go process of a "go run" was killed instead
-// of crewd itself.
-func inUse(err error) string {
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		return ""
-	}
-	return " (another crewd still running? Killing the go process of \"go run\" leaves crewd running: find it with \"pgrep -a crewd\", stop it with \"pkill crewd\")"
 }
 
 // reachable is addr as a client on this machine dials it.
