@@ -67,13 +67,13 @@ type Runner struct {
 	succeededTTL, failedTTL time.Duration
 	journal                 string // Config.Journal
 
-	running  runs                   // the jobs running here, for Cancel
-	late     lateEnds               // ends written after their lease was lost (late.go)
-	listing  sync.Once              // starts listed at the first List or Counts
-	listed   *tails                 // the index List and Counts read; nil until then
-	closing  sync.Once              // Close
-	closed   atomic.Bool            // Close has begun: List and Counts refuse
-	closeErr error                  // the first Close's
+	running  runs        // the jobs running here, for Cancel
+	late     lateEnds    // ends written after their lease was lost (late.go)
+	listing  sync.Once   // starts listed at the first List or Counts
+	listed   *tails      // the index List and Counts read; nil until then
+	closing  sync.Once   // Close
+	closed   atomic.Bool // Close has begun: List and Counts refuse
+	closeErr error       // the first Close's
 
 	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
 	deliveredSeq uint64
