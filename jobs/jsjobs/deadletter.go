@@ -33,7 +33,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, err
 	}
-	find := r.find
+	find := r.store.find
 	retries := -1      // the record's count before this Retry's publish
 	var was jobs.State // and the revision retried, from
 	var from uint64
@@ -66,15 +66,15 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		retries, was, from = rec.Retries, rec.State, rev
 		pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-		dup, err := r.publish(pctx, id, job, rev, rec.Retries+1)
+		dup, err := r.store.publish(pctx, id, job, rev, rec.Retries+1)
 		cancel()
 		if err != nil {
 			return jobs.Record{}, storeError(err)
 		}
 		stored = !dup
-		again := retried(rec)
-		if _, err := r.swap(ctx, again, rev); errors.Is(err, errChanged) {
-			find = r.findAfter(rev) // its run (or a cancel) wrote it first: read it again, fresh
+		again := queuedAgain(rec)
+		if _, err := r.store.swap(ctx, again, rev); errors.Is(err, errChanged) {
+			find = r.store.findAfter(rev) // its run (or a cancel) wrote it first: read it again, fresh
 			continue
 		} else if err != nil {
 			// Published: the job runs, and its run writes its record.
@@ -95,13 +95,4 @@ func (r *Runner) retriedBy(id string, was jobs.State, rev uint64, retries int) {
 		r.log.Info("job retried", "job", id, "was", string(was), "rev", rev, "retries", retries)
 	}
 	r.instruments.rerun(was)
-}
-
-// retried is an ended job's record queued again by a Retry: fresh
-// attempts, its earlier runs' errors kept.
-func retried(rec jobs.Record) jobs.Record {
-	rec.State, rec.Retries = jobs.Queued, rec.Retries+1
-	rec.Attempts, rec.Deliveries, rec.Result, rec.Error = 0, 0, nil, ""
-	rec.Finished, rec.NextRun, rec.CanceledWhile = time.Time{}, time.Time{}, ""
-	return rec
 }

@@ -5,7 +5,26 @@
 // stream, the consumer and the bucket; the Runner accepts jobs (Submit,
 // SubmitOnce with an idempotency key), answers for their records (Get),
 // counts attempts, holds a job's lease while it runs, never counts an
-// outage of the store as a job's failure (Ready and StoreDown say when
-// the store is out), links each run's span to the job's previous run, and
-// exports its metrics (Collector).
+// outage of the store as a job's failure (StoreDown says when the store
+// is out), links each run's span to the job's previous run, and exports
+// its metrics (Collector) under the program's name (Config.Namespace).
+//
+// The package is built in floors, each file using only those below it:
+//
+//   - where things are and what fails: layout.go (every subject, stream
+//     name and header), errors.go, size.go (the store's message limit),
+//     leader.go (reads from a stream's leader), setup.go, index.go;
+//   - the parts, each one concern: records.go (the bucket), stream.go (the
+//     jobs' messages), find.go (where a job is, reading both), health.go
+//     (the store's availability), instruments.go (metrics, spans, counts),
+//     running.go (the runs here, for cancels), late.go (ends written after
+//     a lost lease), tail.go (the index's feed), run.go (one run);
+//   - runner.go: the Runner over those parts, and its Config;
+//   - its methods, short orchestration over the parts: availability.go,
+//     submit.go, get.go, keyed.go, cancel.go, deadletter.go, list.go,
+//     periodic.go, collector.go; a delivery read as a pipeline of steps,
+//     each with its own result: delivery.go (decode), mark.go (the
+//     record marked running), run.go (the run), end.go and keep.go (its
+//     end recorded), with handle.go on top;
+//   - new.go (New, Close) and trace.go (Source) at the top.
 package jsjobs

@@ -38,7 +38,7 @@ func (r *Runner) HandleFirstDelivery(ctx context.Context, subject string, data [
 
 // Revision reads the revision of job id's record.
 func (r *Runner) Revision(ctx context.Context, id string) (uint64, error) {
-	_, rev, err := r.load(ctx, id)
+	_, rev, err := r.store.load(ctx, id)
 	return rev, err
 }
 
@@ -56,7 +56,7 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 // before the reader goes on: a test makes a job move on between a Get's
 // reads.
 func (r *Runner) OnRecordMissing(fn func(id string)) {
-	r.kv = missingRecord{KeyValue: r.kv, fn: fn}
+	r.store.kv = missingRecord{KeyValue: r.store.kv, fn: fn}
 }
 
 type missingRecord struct {
@@ -75,7 +75,7 @@ func (m missingRecord) Get(ctx context.Context, key string) (jetstream.KeyValueE
 // OnMessageMissing has fn run after each read of a job's message that
 // finds none, before the reader goes on.
 func (r *Runner) OnMessageMissing(fn func(id string)) {
-	r.jobs = missingMessage{Stream: r.jobs, fn: fn, prefix: r.layout.job("")}
+	r.store.jobs = missingMessage{Stream: r.store.jobs, fn: fn, prefix: r.layout.job("")}
 }
 
 type missingMessage struct {
@@ -96,8 +96,8 @@ func (m missingMessage) GetLastMsgForSubject(ctx context.Context, subject string
 // find nothing, as a replica that has not yet applied what its leader
 // stored: only the leaders' reads find the jobs.
 func (r *Runner) BehindItsLeader() {
-	r.kv = behindKV{KeyValue: r.kv}
-	r.jobs = behindStream{Stream: r.jobs}
+	r.store.kv = behindKV{KeyValue: r.store.kv}
+	r.store.jobs = behindStream{Stream: r.store.jobs}
 }
 
 type behindKV struct{ jetstream.KeyValue }
@@ -118,13 +118,13 @@ func (behindStream) GetLastMsgForSubject(context.Context, string) (*jetstream.Ra
 func (r *Runner) StaleRecords(ctx context.Context, ids ...string) error {
 	frozen := map[string]jetstream.KeyValueEntry{}
 	for _, id := range ids {
-		e, err := r.kv.Get(ctx, id)
+		e, err := r.store.kv.Get(ctx, id)
 		if err != nil {
 			return err
 		}
 		frozen[id] = e
 	}
-	r.kv = staleKV{KeyValue: r.kv, frozen: frozen}
+	r.store.kv = staleKV{KeyValue: r.store.kv, frozen: frozen}
 	return nil
 }
 
@@ -144,13 +144,13 @@ func (s staleKV) Get(_ context.Context, key string) (jetstream.KeyValueEntry, er
 // bucket's leader answer the record as it is now, as a leader does while a
 // write of it is on its way through its group.
 func (r *Runner) LeaderBehind(ctx context.Context, id string, n int) error {
-	frozen, err := r.atLeader(ctx, r.layout.record(id))
+	frozen, err := r.store.atLeader(ctx, r.layout.record(id))
 	if err != nil {
 		return err
 	}
-	read := r.atLeader
+	read := r.store.atLeader
 	var mu sync.Mutex
-	r.atLeader = func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	r.store.atLeader = func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 		mu.Lock()
 		behind := subject == r.layout.record(id) && n > 0
 		if behind {

@@ -68,7 +68,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	// A claim gone between our Create and our Get (deleted by an operator,
 	// or expired) is tried again, a few times.
 	for range 3 {
-		_, err = r.kv.Create(ctx, ck, data, jetstream.KeyTTL(r.succeededTTL))
+		_, err = r.store.kv.Create(ctx, ck, data, jetstream.KeyTTL(r.store.succeededTTL))
 		if err == nil {
 			rec := accepted(mine.ID, spec.Kind, mine.Created, job)
 			if err := r.publishJob(ctx, rec.ID, job); err != nil {
@@ -108,7 +108,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 // claimOf reads the claim of key ck, which must be of the same request:
 // ErrKeyReused if not; found is false if there is none.
 func (r *Runner) claimOf(ctx context.Context, ck, request string) (theirs claim, found bool, err error) {
-	e, err := r.kv.Get(ctx, ck)
+	e, err := r.store.kv.Get(ctx, ck)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return claim{}, false, nil
 	}
@@ -146,7 +146,7 @@ func (r *Runner) replay(ctx context.Context, ck string, job jobs.Prepared, refus
 }
 
 func (r *Runner) publishJob(ctx context.Context, id string, job jobs.Prepared) error {
-	if _, err := r.publish(ctx, id, job, 0, 0); err != nil {
+	if _, err := r.store.publish(ctx, id, job, 0, 0); err != nil {
 		return storeError(err)
 	}
 	return nil

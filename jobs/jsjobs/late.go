@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -31,6 +32,12 @@ const maxLateEnds = 1024
 const lateRetry = 2 * time.Second
 
 type lateEnds struct {
+	// write writes a kept end once (Runner.writeLate): ErrUnavailable
+	// while the store is out. Set before the first keep.
+	write   func(ctx context.Context, e lateEnd) error
+	timeout time.Duration // of one write
+	log     *slog.Logger
+
 	mu      sync.Mutex
 	pending map[string]lateEnd
 	keeping bool          // the keeper runs
@@ -45,12 +52,11 @@ type lateEnd struct {
 }
 
 // keepLate keeps rec, the end of a run at revision rev, to write later.
-func (r *Runner) keepLate(rec jobs.Record, rev uint64) {
-	l := &r.late
+func (l *lateEnds) keep(rec jobs.Record, rev uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || len(l.pending) >= maxLateEnds {
-		r.logWarn("a job's end could not be written before its lease was lost; it will run again", "job", rec.ID, "state", string(rec.State))
+		l.warn("a job's end could not be written before its lease was lost; it will run again", "job", rec.ID, "state", string(rec.State))
 		return
 	}
 	if l.pending == nil {
@@ -58,17 +64,16 @@ func (r *Runner) keepLate(rec jobs.Record, rev uint64) {
 		l.stop = make(chan struct{})
 	}
 	l.pending[rec.ID] = lateEnd{rec, rev}
-	r.logWarn("a job's end could not be written before its lease was lost; kept to write when the store answers", "job", rec.ID, "state", string(rec.State))
+	l.warn("a job's end could not be written before its lease was lost; kept to write when the store answers", "job", rec.ID, "state", string(rec.State))
 	if !l.keeping {
 		l.keeping = true
 		l.done = make(chan struct{})
-		go r.keepLateEnds(l.stop, l.done)
+		go l.keepAll(l.stop, l.done)
 	}
 }
 
 // takeLate removes and returns the end kept for job id, if any.
-func (r *Runner) takeLate(id string) (lateEnd, bool) {
-	l := &r.late
+func (l *lateEnds) take(id string) (lateEnd, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.pending[id]
@@ -83,12 +88,11 @@ func (r *Runner) takeLate(id string) (lateEnd, bool) {
 // rather than be acked on it; the end is left to the keeper. A Retry's
 // message of unknown retries may be of either: it too runs the job
 // (at-least-once), and the keeper writes the end or gives way.
-func (r *Runner) takeLateFor(id string, d delivery) (lateEnd, bool) {
-	l := &r.late
+func (l *lateEnds) takeFor(id string, retryOf uint64, retries int) (lateEnd, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.pending[id]
-	if !ok || d.retryOf != 0 && (d.retries == 0 || d.retries != e.rec.Retries) {
+	if !ok || retryOf != 0 && (retries == 0 || retries != e.rec.Retries) {
 		return lateEnd{}, false
 	}
 	delete(l.pending, id)
@@ -96,7 +100,7 @@ func (r *Runner) takeLateFor(id string, d delivery) (lateEnd, bool) {
 }
 
 // keepLateEnds writes the kept ends until none is left or Close.
-func (r *Runner) keepLateEnds(stop, done chan struct{}) {
+func (l *lateEnds) keepAll(stop, done chan struct{}) {
 	defer close(done)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, lateRetry) {
 		select {
@@ -104,80 +108,46 @@ func (r *Runner) keepLateEnds(stop, done chan struct{}) {
 			return
 		case <-time.After(wait):
 		}
-		r.late.mu.Lock()
-		ids := make([]string, 0, len(r.late.pending))
-		for id := range r.late.pending {
+		l.mu.Lock()
+		ids := make([]string, 0, len(l.pending))
+		for id := range l.pending {
 			ids = append(ids, id)
 		}
-		r.late.mu.Unlock()
+		l.mu.Unlock()
 		for _, id := range ids {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			e, ok := r.takeLate(id)
+			e, ok := l.take(id)
 			if !ok {
 				continue // taken by its delivery meanwhile
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), r.storeTimeout)
-			err := r.writeLate(ctx, e)
+			ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+			err := l.write(ctx, e)
 			cancel()
 			if errors.Is(err, jobs.ErrUnavailable) {
-				r.late.mu.Lock()
-				if _, again := r.late.pending[id]; !again && !r.late.closed {
-					r.late.pending[id] = e
+				l.mu.Lock()
+				if _, again := l.pending[id]; !again && !l.closed {
+					l.pending[id] = e
 				}
-				r.late.mu.Unlock()
+				l.mu.Unlock()
 				break // the store is out still: wait
 			}
 		}
-		r.late.mu.Lock()
-		if len(r.late.pending) == 0 || r.late.closed {
-			r.late.keeping = false
-			r.late.mu.Unlock()
+		l.mu.Lock()
+		if len(l.pending) == 0 || l.closed {
+			l.keeping = false
+			l.mu.Unlock()
 			return
 		}
-		r.late.mu.Unlock()
+		l.mu.Unlock()
 	}
-}
-
-// writeLate writes a kept end once; ErrUnavailable while the store is out.
-// Written or given way, the end is counted as finish counts it.
-func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
-	var err error
-	if e.rev == 0 {
-		// A first run's end, over no record. Its job's message, acked once
-		// the job is settled elsewhere (ended, canceled), must still be in
-		// the stream: else the job's own record may have expired since, and
-		// the end would make up a record of a job that ended otherwise.
-		_, _, err = r.message(ctx, e.rec.ID, r.jobs.GetLastMsgForSubject)
-		if errors.Is(err, jobs.ErrNotFound) {
-			err = errEnded
-		}
-	}
-	if err == nil {
-		_, err = r.keepOnce(ctx, e.rev, e.rec)
-	}
-	switch {
-	case err == nil:
-		r.health.ok()
-		r.instruments.ended(e.rec.State, true)
-	case errors.Is(err, errEnded):
-		r.instruments.skipped()
-		return nil
-	case errors.Is(err, jobs.ErrUnavailable):
-		r.health.outage(err)
-	default:
-		r.logWarn("a job's late end could not be written; it will run again", "job", e.rec.ID, "error", err)
-		return nil
-	}
-	return err
 }
 
 // closeLate stops the keeper and drops the ends still kept.
-func (r *Runner) closeLate() {
-	l := &r.late
+func (l *lateEnds) close() {
 	l.mu.Lock()
 	l.closed = true
 	n := len(l.pending)
@@ -188,9 +158,15 @@ func (r *Runner) closeLate() {
 	done := l.done
 	l.mu.Unlock()
 	if n > 0 {
-		r.logWarn("runner closed with job ends not yet written: those jobs will run again", "jobs", n)
+		l.warn("runner closed with job ends not yet written: those jobs will run again", "jobs", n)
 	}
 	if done != nil {
 		<-done
+	}
+}
+
+func (l *lateEnds) warn(msg string, args ...any) {
+	if l.log != nil {
+		l.log.Warn(msg, args...)
 	}
 }

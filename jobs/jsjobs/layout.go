@@ -55,7 +55,7 @@ func (l layout) schedules() string           { return l.schedule("") }
 func (l layout) cancel(id string) string     { return l.stream + "-cancel." + id }
 func (l layout) cancels() string             { return l.stream + "-cancel.*" }
 func (l layout) record(key string) string    { return "$KV." + l.bucket + "." + key }
-func (l layout) records() string             { return "KV_" + l.bucket }
+func (l layout) bucketStream() string        { return "KV_" + l.bucket }
 
 // subjectOf is what a message of the jobs' stream is, by its subject.
 type subjectOf int

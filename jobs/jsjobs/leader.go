@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,17 +14,18 @@ import (
 // lastMsg reads the last message of a subject of a stream.
 type lastMsg func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error)
 
-// leaderLast reads the last message of a subject of stream from the
+// leaderLast reads, through js and within timeout, the last message of a
+// subject of stream from the
 // stream's leader (the JetStream API's message get, not a direct get that
 // any replica answers): what the leader has stored, a write just made on
 // another process included. jetstream.ErrMsgNotFound when there is none.
-func (r *Runner) leaderLast(stream string) lastMsg {
-	api := apiPrefix(r.js)
+func leaderLast(js jetstream.JetStream, timeout time.Duration, stream string) lastMsg {
+	api := apiPrefix(js)
 	return func(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 		req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
-		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		m, err := r.js.Conn().RequestWithContext(ctx, api+"STREAM.MSG.GET."+stream, req)
+		m, err := js.Conn().RequestWithContext(ctx, api+"STREAM.MSG.GET."+stream, req)
 		if err != nil {
 			return nil, err
 		}
@@ -62,4 +64,16 @@ func (r *Runner) leaderLast(stream string) lastMsg {
 		}
 		return out, nil
 	}
+}
+
+// apiPrefix is the JetStream API's subject prefix js uses.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
 }

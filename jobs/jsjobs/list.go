@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -15,11 +14,7 @@ import (
 // ErrUnavailable for a closed runner, whose index no longer follows the
 // store.
 func (r *Runner) tails() (*tails, error) {
-	r.listing.Do(func() { r.listed = r.follow() })
-	if r.closed.Load() || r.listed == nil {
-		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
-	}
-	return r.listed, nil
+	return r.listing.get(func() *tails { return follow(r.js, r.layout, r.storeTimeout, r.store.ttl) })
 }
 
 // List implements jobs.Lister, from this process's index of the jobs
@@ -51,7 +46,7 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	r.synced(ctx, t)
 	var delivered uint64
 	if q.State == "" || q.State == jobs.Queued || q.State == jobs.Running {
-		delivered = r.delivered(ctx)
+		delivered = r.store.delivered(ctx)
 	}
 	ids, next := t.index.page(q.State, q.Kind, after, q.Limit, delivered)
 	recs, err := r.read(ctx, ids)
@@ -77,7 +72,7 @@ func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
 		return nil, err
 	}
 	r.synced(ctx, t)
-	return t.index.counts(r.delivered(ctx)), nil
+	return t.index.counts(r.store.delivered(ctx)), nil
 }
 
 // syncWait bounds how long List and Counts wait for the index to read
@@ -120,12 +115,12 @@ func (r *Runner) read(ctx context.Context, ids []found) ([]jobs.Record, error) {
 			defer func() { <-sem }()
 			var err error
 			if f.fromMsg {
-				recs[i], _, err = r.waiting(ctx, f.id)
+				recs[i], _, err = r.store.waiting(ctx, f.id)
 				if errors.Is(err, jobs.ErrNotFound) { // it has a record by now
-					recs[i], _, err = r.load(ctx, f.id)
+					recs[i], _, err = r.store.load(ctx, f.id)
 				}
 			} else {
-				recs[i], _, err = r.load(ctx, f.id)
+				recs[i], _, err = r.store.load(ctx, f.id)
 			}
 			if errors.Is(err, jobs.ErrNotFound) {
 				err = nil // expired, evicted, or acked meanwhile

@@ -60,10 +60,10 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if err := r.sized(job); err != nil {
+	if err := sized(job, maxMessage(r.js.Conn())); err != nil {
 		return false, err
 	}
-	if !r.schedules {
+	if !r.store.schedules {
 		return false, fmt.Errorf("%w: the jobs' stream does not allow message schedules (it was made without them, with discard new)", jobs.ErrUnavailable)
 	}
 	if err := r.connected(); err != nil {
@@ -72,7 +72,7 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	subj := r.layout.schedule(p.Name)
-	m, err := r.jobs.GetLastMsgForSubject(ctx, subj)
+	m, err := r.store.jobs.GetLastMsgForSubject(ctx, subj)
 	switch {
 	case err == nil && m.Header.Get(headerSchedule) == p.Every && m.Header.Get(headerScheduleZone) == p.TimeZone && bytes.Equal(m.Data, job.Body):
 		return false, nil // as it is: its next tick stays where it was
@@ -98,7 +98,7 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 		return false, storeError(err)
 	}
 	// The server keeps the latest message's schedule; the older ones go.
-	if err := r.jobs.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeKeep(1)); err != nil {
+	if err := r.store.jobs.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeKeep(1)); err != nil {
 		r.logWarn("periodic job set, its older schedule left in the stream", "periodic", p.Name, "error", err)
 	}
 	return true, nil
@@ -115,13 +115,13 @@ func (r *Runner) DeletePeriodic(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	subj := r.layout.schedule(name)
-	if _, err := r.jobs.GetLastMsgForSubject(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, err := r.store.jobs.GetLastMsgForSubject(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.ErrNotFound
 	} else if err != nil {
 		return storeError(err)
 	}
 	// The server drops a schedule whose message is gone when it is due.
-	if err := r.jobs.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+	if err := r.store.jobs.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 		return storeError(err)
 	}
 	return nil
@@ -135,7 +135,7 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	prefix := r.layout.schedules()
-	info, err := r.jobs.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	info, err := r.store.jobs.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -146,7 +146,7 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 	slices.Sort(names)
 	ps := make([]jobs.Periodic, 0, len(names))
 	for _, name := range names {
-		m, err := r.jobs.GetLastMsgForSubject(ctx, prefix+name)
+		m, err := r.store.jobs.GetLastMsgForSubject(ctx, prefix+name)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // deleted meanwhile
 		} else if err != nil {
@@ -159,19 +159,20 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 	return ps, nil
 }
 
-// tick submits the job of a periodic job's tick (see above), or skips a
-// tick whose next is past due.
-func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
-	if next, err := time.Parse(time.RFC3339Nano, d.tickNext); err == nil && time.Since(next) > tickGrace {
+// tick submits the job of a periodic job's tick (see above): the tick's
+// message data, at stream sequence seq, its next tick due at next; or
+// skips a tick whose next is past due.
+func (r *Runner) tick(ctx context.Context, name string, data []byte, seq uint64, next string) error {
+	if due, err := time.Parse(time.RFC3339Nano, next); err == nil && time.Since(due) > tickGrace {
 		r.instruments.ticked(false)
-		r.logWarn("a periodic job's tick skipped: its next was due", "periodic", name, "next", d.tickNext)
+		r.logWarn("a periodic job's tick skipped: its next was due", "periodic", name, "next", next)
 		return nil
 	}
-	if d.seq == 0 {
+	if seq == 0 {
 		return natsjs.Unavailable(fmt.Errorf("%w: a periodic job's tick without its stream sequence", jobs.ErrUnavailable))
 	}
-	id := tickID(name, d.seq)
-	msg := &nats.Msg{Subject: r.layout.job(id), Data: d.data, Header: nats.Header{}}
+	id := tickID(name, seq)
+	msg := &nats.Msg{Subject: r.layout.job(id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
 	pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/crew-go/crew/jobs"
+	"github.com/nats-io/nats.go"
 )
 
 // The server refuses a message over its max payload (1 MiB unless
@@ -22,18 +23,19 @@ const recordRoom = 4<<10 + jobs.MaxErrors*(jobs.MaxErrorLen+128)
 // headerRoom is what a message's headers may take of the max payload.
 const headerRoom = 1 << 10
 
-// maxMessage is the largest message body the store takes.
-func (r *Runner) maxMessage() int {
-	if n := int(r.js.Conn().MaxPayload()); n > 0 {
+// maxMessage is the largest message body the store takes, as the server
+// behind nc says.
+func maxMessage(nc *nats.Conn) int {
+	if n := int(nc.MaxPayload()); n > 0 {
 		return n - headerRoom
 	}
 	return 1<<20 - headerRoom // not yet told by a server: its default
 }
 
 // sized refuses a job whose spec could not be recorded beside the rest of
-// its record.
-func (r *Runner) sized(job jobs.Prepared) error {
-	if max := r.maxMessage() - recordRoom; len(job.Body) > max {
+// its record, in a store whose largest message is max.
+func sized(job jobs.Prepared, max int) error {
+	if max := max - recordRoom; len(job.Body) > max {
 		return &jobs.InvalidError{Reason: fmt.Sprintf("the job is %d bytes as JSON: at most %d (the store's message limit, less room for its record)", len(job.Body), max)}
 	}
 	return nil
@@ -41,9 +43,9 @@ func (r *Runner) sized(job jobs.Prepared) error {
 
 // fit returns rec's JSON, data, or if that is over the store's limit, the
 // JSON of rec without its result, its Error saying why; and, for a spec
-// accepted before sized bounded it, without its spec.
-func (r *Runner) fit(rec jobs.Record, data []byte) ([]byte, error) {
-	max := r.maxMessage()
+// accepted before sized bounded it, without its spec; max is the store's
+// largest message.
+func fit(rec jobs.Record, data []byte, max int) ([]byte, error) {
 	if len(data) <= max {
 		return data, nil
 	}

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -36,40 +36,68 @@ type tails struct {
 	expire func() // drops the records expired, or evicted from the full bucket, by now
 }
 
-// follow starts the tails of r's stream and bucket.
-func (r *Runner) follow() *tails {
+// listing starts the tails at the first List or Counts (get), and stops
+// them for good at Close.
+type listing struct {
+	once   sync.Once
+	closed atomic.Bool
+	tails  *tails // nil until get
+}
+
+// get returns the tails, started by follow at the first call;
+// ErrUnavailable once closed.
+func (l *listing) get(follow func() *tails) (*tails, error) {
+	l.once.Do(func() { l.tails = follow() })
+	if l.closed.Load() || l.tails == nil {
+		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
+	}
+	return l.tails, nil
+}
+
+// close stops the tails, if started, and any start after it.
+func (l *listing) close() {
+	l.closed.Store(true)
+	l.once.Do(func() {})
+	if l.tails != nil {
+		l.tails.close()
+	}
+}
+
+// follow starts the tails of l's stream and bucket through js, each read
+// bounded by timeout; retention is a record's by state.
+func follow(js jetstream.JetStream, l layout, timeout time.Duration, retention func(jobs.State) time.Duration) *tails {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &tails{index: newIndex(), ready: make(chan struct{}), stop: stop}
 	t.expire = func() {
 		now := time.Now().UnixNano()
 		for _, st := range jobs.States {
-			if ttl := r.ttl(st); ttl > 0 {
-				t.index.expire(st, now-ttl.Nanoseconds())
+			if keep := retention(st); keep > 0 {
+				t.index.expire(st, now-keep.Nanoseconds())
 			}
 		}
 		// The records the bucket's bound removed: without this, a steady
 		// load would keep a TTL's worth of them in memory, however small
 		// the bucket.
-		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		if s, err := r.js.Stream(ctx, r.layout.records()); err == nil {
+		if s, err := js.Stream(ctx, l.bucketStream()); err == nil {
 			t.index.evict(s.CachedInfo().State.FirstSeq)
 		}
 	}
-	api := apiPrefix(r.js)
+	api := apiPrefix(js)
 	var caught sync.WaitGroup
 	caught.Add(2)
 	for _, tl := range []struct {
 		stream string
 		apply  func(*nats.Msg, uint64)
 	}{
-		{r.layout.stream, r.applyMsg(t.index)},
-		{r.layout.records(), r.applyRecord(t.index)},
+		{l.stream, applyMsg(l, t.index)},
+		{l.bucketStream(), applyRecord(l, t.index)},
 	} {
 		syncs := make(chan chan struct{})
 		t.syncs = append(t.syncs, syncs)
 		t.done.Go(func() {
-			read(ctx, r.js.Conn(), api+"DIRECT.GET."+tl.stream, r.storeTimeout, tl.apply, caught.Done, t.expire, syncs)
+			read(ctx, js.Conn(), api+"DIRECT.GET."+tl.stream, timeout, tl.apply, caught.Done, t.expire, syncs)
 		})
 	}
 	t.done.Go(func() { caught.Wait(); close(t.ready) })
@@ -202,25 +230,13 @@ func batch(ctx context.Context, nc *nats.Conn, subject string, from uint64, time
 	}
 }
 
-// apiPrefix is the JetStream API's subject prefix js uses.
-func apiPrefix(js jetstream.JetStream) string {
-	o := js.Options()
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
-}
-
 // applyMsg indexes a message of the jobs' stream: a job waiting, or due
 // later.
-func (r *Runner) applyMsg(x *index) func(*nats.Msg, uint64) {
+func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
 		subj := m.Header.Get(jetstream.SubjectHeader)
 		e := entry{seq: seq, fromMsg: true, t: stamp(m)}
-		what, id := r.layout.parse(subj)
+		what, id := l.parse(subj)
 		switch what {
 		case aJob:
 			e.state = jobs.Queued
@@ -243,9 +259,9 @@ func (r *Runner) applyMsg(x *index) func(*nats.Msg, uint64) {
 
 // applyRecord indexes a message of the records' bucket: a record
 // written, or deleted.
-func (r *Runner) applyRecord(x *index) func(*nats.Msg, uint64) {
+func applyRecord(l layout, x *index) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
-		id := r.layout.recordKey(m.Header.Get(jetstream.SubjectHeader))
+		id := l.recordKey(m.Header.Get(jetstream.SubjectHeader))
 		k, ok := keyOf(id) // not an idempotency key's claim
 		if !ok {
 			return

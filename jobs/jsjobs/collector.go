@@ -1,0 +1,46 @@
+package jsjobs
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Outcomes returns the counts so far.
+func (r *Runner) Outcomes() Outcomes {
+	c := &r.instruments.counts
+	return Outcomes{
+		Succeeded: c.succeeded.Load(), Failed: c.failed.Load(), TimedOut: c.timedOut.Load(),
+		Retried: c.retried.Load(), Snoozed: c.snoozed.Load(),
+		Requeued: c.requeued.Load(), Skipped: c.skipped.Load(), Canceled: c.canceled.Load(),
+		RetriedByHand: c.retriedByHand.Load(), LateEnds: c.late.Load(),
+		Ticks: c.ticks.Load(), TicksSkipped: c.ticksSkipped.Load(),
+	}
+}
+
+// Collector exports the store's availability as StoreDown sees it, the
+// runs of jobs put off for an outage (natsjs_messages_total{outcome=
+// "unavailable"} counts them too, by stream), the jobs' run times, and
+// the counts above by their labels.
+func (r *Runner) Collector() prometheus.Collector { return collector{r.instruments, &r.health} }
+
+type collector struct {
+	in     *instruments
+	health *storeHealth
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.in.storeUp
+	ch <- c.in.storeHandBacks
+	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
+		v.Describe(ch)
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	up := 1.0
+	if c.health.down.Load() {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.in.storeUp, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(c.health.handbacks.Load()))
+	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
+		v.Collect(ch)
+	}
+}

@@ -1,0 +1,91 @@
+package jsjobs
+
+import (
+	"context"
+	"errors"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+// jobStore is the jobs' stream and their records, read together: find
+// answers where a job is, whichever place it is in.
+type jobStore struct {
+	*records
+	*jobStream
+}
+
+// find reads job id where it is, and returns its record with the record's
+// revision, or, for a job without a record yet, what its waiting message
+// says with that message's stream sequence (the other number 0).
+//
+// A job moves forward through three places, and each move stores the next
+// place before it removes the last: its schedule (a job due later; the
+// server stores the message it fires, then purges the schedule), its
+// message, and its record (Handle returns, and the message is acked away,
+// only once the record's write is stored). Read in that order, the places
+// cannot miss a job that moves meanwhile. The record is read first all the
+// same, as most jobs asked for have ended; but then a job may move between
+// two reads and be in none of the places when each is read: its end
+// stored and its message acked between the reads of its record and its
+// message, or its schedule fired between the reads of its message and its
+// schedule. Found nowhere is therefore not an answer until the places are
+// read again in the order the job moves: its message, then its record.
+// Only a job found nowhere pays these two reads.
+func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
+	rec, rev, err = r.load(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	rec, seq, err = r.waiting(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	// Not scheduled (any more): in the stream, or past it.
+	rec, seq, err = r.message(ctx, id, r.jobs.GetLastMsgForSubject)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	// Past the stream: its record was stored before its message went.
+	rec, rev, err = r.load(ctx, id)
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	// Found nowhere by the reads any replica answers (direct gets): a
+	// replica behind its leader may not hold yet what another process has
+	// just stored (a job accepted a moment ago). Before not found, the
+	// leaders are asked, in the same order.
+	return r.findAtLeaders(ctx, id)
+}
+
+// findAtLeaders is find through the leaders' reads alone: for a reader
+// that must not act on a replica's stale copy.
+func (r *jobStore) findAtLeaders(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+	return r.findAt(ctx, id, r.leaderRecord)
+}
+
+// findAfter is findAtLeaders for a writer whose write over revision
+// refused was refused: what the record changed to (leaderRecordAfter).
+func (r *jobStore) findAfter(refused uint64) func(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+	return func(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+		return r.findAt(ctx, id, func(ctx context.Context, id string) (jobs.Record, uint64, error) {
+			return r.leaderRecordAfter(ctx, id, refused)
+		})
+	}
+}
+
+// findAt is find with the record read by record, and the stream read from
+// its leader.
+func (r *jobStore) findAt(ctx context.Context, id string, record func(context.Context, string) (jobs.Record, uint64, error)) (rec jobs.Record, rev, seq uint64, err error) {
+	if rec, rev, err = record(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	leader := r.leader
+	if rec, seq, err = r.scheduled(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	if rec, seq, err = r.message(ctx, id, leader); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	rec, rev, err = record(ctx, id)
+	return rec, rev, 0, err
+}

@@ -1,0 +1,157 @@
+package jsjobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/natsjs/natsotel"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// jobStream is the jobs' stream: a job waiting is its message there
+// (message), a job due later its schedule (scheduled), and how far the
+// consumer has delivered tells a job taken from one waiting (delivered).
+// publish stores a job's message.
+type jobStream struct {
+	js           jetstream.JetStream
+	jobs         jetstream.Stream
+	cons         jetstream.Consumer
+	layout       layout
+	storeTimeout time.Duration
+	schedules    bool    // the stream allows message schedules
+	leader       lastMsg // reads a message from the stream's leader (leaderLast)
+
+	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
+	deliveredSeq uint64
+	deliveredAt  time.Time
+}
+
+// waiting reads a job that has no record yet from its message, or from its
+// schedule when it has no message (yet), and returns that message's stream
+// sequence.
+func (r *jobStream) waiting(ctx context.Context, id string) (jobs.Record, uint64, error) {
+	rec, seq, err := r.message(ctx, id, r.jobs.GetLastMsgForSubject)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return r.scheduled(ctx, id, r.jobs.GetLastMsgForSubject)
+	}
+	return rec, seq, err
+}
+
+// message reads a job that has no record yet from its message in the
+// stream, and returns that message's stream sequence: a job waiting there
+// is queued, one delivered running (its first run writes its record at
+// its end).
+func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	m, err := last(ctx, r.layout.job(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return jobs.Record{}, 0, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, 0, storeError(err)
+	}
+	var spec jobs.Spec
+	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: created(m.Header, m.Time), Spec: &spec}
+	if r.delivered(ctx) >= m.Sequence {
+		// Delivered and not acked, and no record yet: taken by a runner,
+		// in its first run (which writes nothing before its end) or held
+		// for a free worker, which the store cannot tell apart. No run is
+		// recorded as started: Attempts stays 0 until the record is
+		// written.
+		rec.State, rec.Deliveries = jobs.Running, 1
+	}
+	return rec, m.Sequence, nil
+}
+
+// scheduled reads a job due later from its schedule's message.
+func (r *jobStream) scheduled(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
+	if !r.schedules {
+		return jobs.Record{}, 0, jobs.ErrNotFound
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	m, err := last(ctx, r.layout.due(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return jobs.Record{}, 0, jobs.ErrNotFound
+	}
+	if err != nil {
+		return jobs.Record{}, 0, storeError(err)
+	}
+	var spec jobs.Spec
+	_ = json.Unmarshal(m.Data, &spec)
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time, Spec: &spec}
+	if at, ok := strings.CutPrefix(m.Header.Get(headerSchedule), "@at "); ok {
+		rec.RunAt, _ = time.Parse(time.RFC3339Nano, at)
+	}
+	return rec, m.Sequence, nil
+}
+
+// delivered is the stream sequence the consumer has delivered up to,
+// read at most every deliveredEvery: a job whose message is at or below it
+// has started. 0 when it cannot be read.
+func (r *jobStream) delivered(ctx context.Context) uint64 {
+	r.deliveredMu.Lock()
+	defer r.deliveredMu.Unlock()
+	if time.Since(r.deliveredAt) < deliveredEvery {
+		return r.deliveredSeq
+	}
+	// A failed read is cached like a good one: while the store is out,
+	// Gets waiting on the lock must not each spend a store timeout in turn.
+	r.deliveredAt = time.Now()
+	if info, err := r.cons.Info(ctx); err == nil {
+		r.deliveredSeq = info.Delivered.Stream
+	}
+	return r.deliveredSeq
+}
+
+// deliveredEvery bounds how often Get asks the consumer how far it has
+// delivered: a job that just started may read queued that long.
+const deliveredEvery = 250 * time.Millisecond
+
+// publish publishes a job's message inside a producer span, its trace
+// context in the headers, its id as the message id; a Retry's message
+// names the revision of the record it retries (retryOf), and has a
+// message id of its own. dup says the stream already held a message of
+// that id, so this one was not stored again.
+func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64, retries int) (dup bool, err error) {
+	msg := &nats.Msg{Subject: r.layout.job(id), Data: job.Body, Header: nats.Header{}}
+	msgID := id
+	if retryOf != 0 {
+		msgID = id + ".retry." + strconv.FormatUint(retryOf, 10)
+		msg.Header.Set(headerRetryOf, strconv.FormatUint(retryOf, 10))
+		msg.Header.Set(headerRetries, strconv.Itoa(retries))
+	}
+	if !job.RunAt.IsZero() {
+		// The server publishes it to <stream>.<id> when it is due; until
+		// then it waits under <stream>-at.<id>, which no consumer reads.
+		// The message it publishes then is stamped with that time, and
+		// carries the headers, so the job's own time travels in one.
+		msg.Header.Set(headerCreated, time.Now().UTC().Format(time.RFC3339Nano))
+		msg.Subject = r.layout.due(id)
+		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
+		msg.Header.Set(headerScheduleTarget, r.layout.job(id))
+	}
+	ack, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
+}
+
+// created is when the job of a message with headers h, stored at t, was
+// accepted: t, unless the server published it at its due time.
+func created(h nats.Header, t time.Time) time.Time {
+	if c, err := time.Parse(time.RFC3339Nano, h.Get(headerCreated)); err == nil {
+		return c
+	}
+	return t
+}

@@ -1,0 +1,67 @@
+package jsjobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+// Submit implements Runner: the job is published, and accepted once the
+// stream has stored it; its record follows from the message (Get reads a
+// waiting job from it, and the first run writes the record). The message
+// id is the job's, so that a publish retried by the client library is
+// stored once.
+func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
+	job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
+	if err != nil {
+		return jobs.Record{}, err
+	}
+	if err := r.connected(); err != nil {
+		return jobs.Record{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	if err := r.acceptable(job); err != nil {
+		return jobs.Record{}, err
+	}
+	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
+	if _, err := r.store.publish(ctx, rec.ID, job, 0, 0); err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	return rec, nil
+}
+
+// accepted is the record of a job just accepted: queued, or scheduled.
+func accepted(id, kind string, created time.Time, job jobs.Prepared) jobs.Record {
+	rec := jobs.Record{ID: id, Kind: kind, State: jobs.Queued, Created: created}
+	if !job.RunAt.IsZero() {
+		rec.State, rec.RunAt = jobs.Scheduled, job.RunAt
+	}
+	return rec
+}
+
+// acceptable refuses a job the store cannot take: too big, or not
+// schedulable.
+func (r *Runner) acceptable(job jobs.Prepared) error {
+	if err := sized(job, maxMessage(r.js.Conn())); err != nil {
+		return err
+	}
+	return r.schedulable(job)
+}
+
+// schedulable refuses a job due later than MaxDelay, or later at all on a
+// stream that does not allow message schedules.
+func (r *Runner) schedulable(job jobs.Prepared) error {
+	if job.RunAt.IsZero() {
+		return nil
+	}
+	if err := job.Within(r.maxDelay); err != nil {
+		return err
+	}
+	if !r.store.schedules {
+		return fmt.Errorf("%w: the jobs' stream does not allow message schedules (it was made without them, with discard new)", jobs.ErrUnavailable)
+	}
+	return nil
+}
