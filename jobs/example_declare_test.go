@@ -4,98 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
-	"os"
+	"time"
 
-	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
-	"github.com/crew-go/crew/jobs/jsjobs"
-	"github.com/crew-go/crew/jobs/natsd"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Thumbnail is a kind of job: the submitter declares it, the workers
-// register it.
-type Thumbnail struct {
+// Resize is a kind of job a program submits and other programs run.
+type Resize struct {
 	URL   string `json:"url"`
 	Width int    `json:"width"`
 }
 
-func (Thumbnail) Kind() string { return "thumbnail" }
+func (Resize) Kind() string { return "resize" }
 
-func (t Thumbnail) Validate() error {
-	if t.Width < 1 {
+func (r Resize) Validate() error {
+	if r.Width < 1 {
 		return errors.New(`"width": want 1 or more`)
 	}
 	return nil
 }
 
 // A program that only submits declares its kinds by their argument types,
-// without the code that runs them: its jobs are checked at Submit as a
-// registered kind's are, and run by the workers that register the kind.
+// without the code that runs them: its jobs are checked as a registered
+// kind's are (the jsjobs example "submitOnly" submits one to workers that
+// register the kind), and a declared kind runs nothing here.
 func ExampleDeclare() {
-	dir, _ := os.MkdirTemp("", "jobs")
-	defer os.RemoveAll(dir)
-	srv, err := natsd.Start(dir, "", nil) // or nats.Connect to a cluster
-	if err != nil {
-		log.Fatal(err)
+	var kinds jobs.Kinds
+	if err := jobs.Declare[Resize](&kinds); err != nil {
+		panic(err)
 	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-
-	// The submitter: its kinds declared, no Source, no pool.
-	var declared jobs.Kinds
-	if err := jobs.Declare[Thumbnail](&declared); err != nil {
-		log.Fatal(err)
-	}
-	submitter, err := jsjobs.New(ctx, js, jsjobs.Config{Kinds: &declared})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer submitter.Close()
-	_, err = submitter.Submit(ctx, jobs.Spec{Kind: "thumbnail", Args: []byte(`{"url":"a.png","width":0}`)})
+	_, err := kinds.Prepare(jobs.Spec{Kind: "resize", Args: []byte(`{"url":"a.png","width":0}`)}, time.Second, time.Minute)
 	fmt.Println(err)
-	spec, _ := jobs.NewSpec(Thumbnail{URL: "a.png", Width: 64})
-	rec, err := submitter.Submit(ctx, spec)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(rec.State)
-
-	// A worker, in another program: the kind registered with its function.
-	var registered jobs.Kinds
-	_ = jobs.Register(&registered, func(_ context.Context, t Thumbnail) (string, error) {
-		return fmt.Sprintf("%s at %d px", t.URL, t.Width), nil
-	})
-	worker, err := jsjobs.New(ctx, js, jsjobs.Config{Kinds: &registered})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer worker.Close()
-	pool, _ := crew.New()
-	source, _ := worker.Source(pool)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- source.Run(runCtx) }()
-
-	rec, err = submitter.Wait(ctx, rec.ID)
-	if err != nil {
-		log.Fatal(err)
-	}
-	out, _ := jobs.ResultOf[string](rec)
-	fmt.Println(rec.State, out)
-
-	stop()
-	<-ran
-	_ = pool.Shutdown(ctx, crew.Drain)
+	spec, _ := jobs.NewSpec(Resize{URL: "a.png", Width: 64})
+	job, err := kinds.Prepare(spec, time.Second, time.Minute)
+	fmt.Println(err, kinds.Runs("resize"))
+	_, err = job.Run(context.Background())
+	fmt.Println(errors.Is(err, jobs.ErrNotRunHere))
 	// Output:
-	// invalid job: thumbnail job: "width": want 1 or more
-	// queued
-	// succeeded a.png at 64 px
+	// invalid job: resize job: "width": want 1 or more
+	// <nil> false
+	// true
 }
