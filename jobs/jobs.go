@@ -73,12 +73,16 @@ type Spec struct {
 	// submitted. A keyed submit repeated later compares its Delay, not the
 	// time it came to.
 	Delay Duration `json:"delay,omitzero"`
+	// Queue is the queue the job waits in, run by the processes that
+	// serve it; "" is DefaultQueue.
+	Queue string `json:"queue,omitempty"`
 }
 
 // Record is a job as a client reads it.
 type Record struct {
 	ID    string `json:"id"`
 	Kind  string `json:"kind"`
+	Queue string `json:"queue,omitempty"` // "" is DefaultQueue
 	State State  `json:"state"`
 	// Result is the kind's result as JSON, once the job succeeded;
 	// ResultOf decodes it.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -305,6 +306,7 @@ func Timeouts(def, longest time.Duration) (time.Duration, time.Duration) {
 // Prepared is a job checked against its kind: its timeout, its
 // arguments normalised, and the function that runs it once.
 type Prepared struct {
+	Queue       string // the spec's, DefaultQueue when it names none
 	Timeout     time.Duration
 	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
@@ -364,6 +366,13 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
+	if spec.Queue == DefaultQueue {
+		spec.Queue = "" // as it travels: the same body as a spec that names none
+	} else if spec.Queue != "" {
+		if err := CheckQueue(spec.Queue); err != nil {
+			return Prepared{}, err
+		}
+	}
 	switch {
 	case spec.Delay < 0:
 		return Prepared{}, &InvalidError{fmt.Sprintf(`"delay" %v: want 0 or more`, time.Duration(spec.Delay))}
@@ -375,7 +384,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	job := Prepared{Timeout: timeout, MaxAttempts: spec.MaxAttempts, Run: run}
+	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Timeout: timeout, MaxAttempts: spec.MaxAttempts, Run: run}
 	if job.MaxAttempts == 0 {
 		job.MaxAttempts = k.maxAttempts
 	}

@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +48,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		if was == jobs.Queued && seq != 0 {
 			// Get's view of delivery is cached: a cancel asks the consumer
 			// now, so that a first run just started is cancelled as running.
-			if info, err := r.store.cons.Info(ctx); err == nil && info.Delivered.Stream >= seq {
+			if r.store.deliveredWithin(ctx, cmp.Or(rec.Queue, jobs.DefaultQueue), 0) >= seq {
 				was = jobs.Running
 			}
 		}

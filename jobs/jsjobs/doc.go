@@ -22,9 +22,9 @@
 //   - runner.go: the Runner over those parts, and its Config;
 //   - its methods, short orchestration over the parts: availability.go,
 //     submit.go, get.go, keyed.go, cancel.go, deadletter.go, list.go,
-//     periodic.go, collector.go; a delivery read as a pipeline of steps,
-//     each with its own result: delivery.go (decode), mark.go (the
-//     record marked running), run.go (the run), end.go and keep.go (its
-//     end recorded), with handle.go on top;
-//   - new.go (New, Close) and trace.go (Source) at the top.
+//     queues.go, periodic.go, collector.go; a delivery read as a pipeline
+//     of steps, each with its own result: delivery.go (decode), mark.go
+//     (the record marked running), run.go (the run), end.go and keep.go
+//     (its end recorded), with handle.go on top;
+//   - new.go (New, Close) and source.go (Source, QueueSource) at the top.
 package jsjobs

@@ -136,3 +136,64 @@ func ExampleRunner_SetPeriodic() {
 	// succeeded TICK!
 	// delete: <nil>
 }
+
+// Queues: a job names its queue, a process serves each queue it chooses on
+// a pool of its own (its bound there), and a queue may be bounded across
+// every process and paused for all of them.
+func ExampleRunner_QueueSource() {
+	dir, _ := os.MkdirTemp("", "jobs")
+	defer os.RemoveAll(dir)
+	srv, err := natsd.Start(dir, "", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+
+	var kinds jobs.Kinds
+	_ = jobs.Register(&kinds, func(ctx context.Context, s Shout) (string, error) {
+		return strings.ToUpper(s.Text) + "!", nil
+	})
+	ctx := context.Background()
+	runner, err := jsjobs.New(ctx, js, jsjobs.Config{Kinds: &kinds})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer runner.Close()
+	// At most 2 of the queue's jobs at once across every process.
+	fmt.Println("set:", runner.SetQueue(ctx, jobs.Queue{Name: "email", Limit: 2}))
+
+	pool, _ := crew.New(crew.WithWorkers(4)) // this process's bound for the queue
+	source, err := runner.QueueSource(ctx, "email", pool)
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- source.Run(runCtx) }()
+
+	spec, _ := jobs.NewSpec(Shout{Text: "welcome"})
+	spec.Queue = "email"
+	rec, _ := runner.Submit(ctx, spec)
+	rec, _ = runner.Wait(ctx, rec.ID)
+	out, _ := jobs.ResultOf[string](rec)
+	fmt.Println(rec.State, rec.Queue, out)
+	queues, _ := runner.Queues(ctx)
+	for _, q := range queues {
+		fmt.Println(q.Name, q.Limit, q.Paused)
+	}
+
+	stop()
+	<-ran
+	_ = pool.Shutdown(ctx, crew.Drain)
+	// Output:
+	// set: <nil>
+	// succeeded email WELCOME!
+	// default 0 false
+	// email 2 false
+}

@@ -25,11 +25,13 @@ import (
 // moves leaves a stale item behind, skipped when read and swept when the
 // stale outnumber the live.
 type index struct {
-	mu     sync.Mutex
-	byID   map[jobKey]slot
-	lists  []stateList // by the state's place in jobs.States
-	kinds  []string
-	kindOf map[string]uint16
+	mu      sync.Mutex
+	byID    map[jobKey]slot
+	lists   []stateList // by the state's place in jobs.States
+	kinds   []string
+	kindOf  map[string]uint16
+	queues  []string // the queues of jobs waiting, by their number in a slot; the default first
+	queueOf map[string]uint16
 }
 
 // jobKey is a job id's 8 bytes.
@@ -52,7 +54,8 @@ type slot struct {
 	seq     uint64 // its message's stream sequence, or its record's revision
 	retryOf uint64 // a Retry's message: the revision of the record it retries
 	kind    uint16
-	state   uint8 // its list
+	queue   uint16 // a message's queue (index.queues)
+	state   uint8  // its list
 	fromMsg bool
 }
 
@@ -79,7 +82,8 @@ func stateIndex(st jobs.State) (uint8, bool) {
 }
 
 func newIndex() *index {
-	return &index{byID: make(map[jobKey]slot), kindOf: make(map[string]uint16), lists: make([]stateList, nStates)}
+	return &index{byID: make(map[jobKey]slot), kindOf: make(map[string]uint16), lists: make([]stateList, nStates),
+		queues: []string{jobs.DefaultQueue}, queueOf: map[string]uint16{jobs.DefaultQueue: 0}}
 }
 
 // entry is a job as a tail read it.
@@ -91,6 +95,7 @@ type entry struct {
 	seq     uint64
 	retryOf uint64
 	fromMsg bool
+	queue   string // a message's queue; "" is the default
 }
 
 // set puts e in the index, unless what the index has of the job says more
@@ -116,10 +121,19 @@ func (x *index) set(e entry) {
 			x.kindOf[e.kind] = kind
 		}
 	}
+	var queue uint16
+	if e.queue != "" {
+		var ok bool
+		if queue, ok = x.queueOf[e.queue]; !ok && len(x.queues) < 1<<16-1 {
+			queue = uint16(len(x.queues)) // past 65,535 queues, the rest count as the default's
+			x.queues = append(x.queues, e.queue)
+			x.queueOf[e.queue] = queue
+		}
+	}
 	if had {
 		x.lists[old.state].live--
 	}
-	x.byID[e.id] = slot{t: e.t, seq: e.seq, retryOf: e.retryOf, kind: kind, state: st, fromMsg: e.fromMsg}
+	x.byID[e.id] = slot{t: e.t, seq: e.seq, retryOf: e.retryOf, kind: kind, queue: queue, state: st, fromMsg: e.fromMsg}
 	x.lists[st].add(item{t: e.t, id: e.id})
 	if had {
 		x.sweep(old.state)
@@ -255,9 +269,9 @@ type found struct {
 // page returns up to limit jobs in state st (any if empty) and of kind
 // (any if empty), newest first, below after (from the newest if zero),
 // and the cursor after the last. A job whose state rests on its message
-// is queued if the consumer has not delivered it (its sequence above
-// delivered), else running.
-func (x *index) page(st jobs.State, kind string, after item, limit int, delivered uint64) ([]found, string) {
+// is queued if its queue's consumer has not delivered it (its sequence
+// above delivered[queue]), else running.
+func (x *index) page(st jobs.State, kind string, after item, limit int, delivered map[string]uint64) ([]found, string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var want []uint8 // the lists that may hold jobs of state st
@@ -327,19 +341,19 @@ func (x *index) page(st jobs.State, kind string, after item, limit int, delivere
 }
 
 // inState reports whether a job at slot s is in state st (any if empty).
-func (x *index) inState(s slot, st jobs.State, delivered uint64) bool {
+func (x *index) inState(s slot, st jobs.State, delivered map[string]uint64) bool {
 	if st == "" {
 		return true
 	}
 	got := jobs.States[s.state]
-	if s.fromMsg && got == jobs.Queued && s.seq <= delivered {
+	if s.fromMsg && got == jobs.Queued && s.seq <= delivered[x.queues[s.queue]] {
 		got = jobs.Running
 	}
 	return got == st
 }
 
 // counts counts the jobs in each state.
-func (x *index) counts(delivered uint64) jobs.Counts {
+func (x *index) counts(delivered map[string]uint64) jobs.Counts {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c := make(jobs.Counts)
@@ -350,7 +364,7 @@ func (x *index) counts(delivered uint64) jobs.Counts {
 	}
 	q, _ := stateIndex(jobs.Queued)
 	for _, it := range x.lists[q].items {
-		if s := x.byID[it.id]; x.current(q, it) && s.fromMsg && s.seq <= delivered {
+		if s := x.byID[it.id]; x.current(q, it) && s.fromMsg && s.seq <= delivered[x.queues[s.queue]] {
 			c[jobs.Queued]--
 			c[jobs.Running]++
 		}
@@ -361,6 +375,13 @@ func (x *index) counts(delivered uint64) jobs.Counts {
 		}
 	}
 	return c
+}
+
+// queueNames are the queues of the jobs indexed, the default first.
+func (x *index) queueNames() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.queues)
 }
 
 // size is how many jobs the index holds.

@@ -19,7 +19,7 @@ func listIDs(x *index, st jobs.State, limit int, delivered uint64) []string {
 	var ids []string
 	var after item
 	for {
-		got, next := x.page(st, "", after, limit, delivered)
+		got, next := x.page(st, "", after, limit, map[string]uint64{jobs.DefaultQueue: delivered})
 		for _, f := range got {
 			ids = append(ids, f.id)
 		}
@@ -38,7 +38,7 @@ func TestIndexKeepsWhatSaysMore(t *testing.T) {
 	x := newIndex()
 	id := testKey(1)
 	state := func() jobs.State {
-		got, _ := x.page("", "", item{}, 10, 0)
+		got, _ := x.page("", "", item{}, 10, nil)
 		if len(got) != 1 {
 			t.Fatalf("listed %v", got)
 		}
@@ -70,11 +70,11 @@ func TestIndexKeepsWhatSaysMore(t *testing.T) {
 	if st := state(); st != jobs.Running {
 		t.Fatalf("the retried job's run: %s", st)
 	}
-	if c := x.counts(0); len(c) != 1 || c[jobs.Running] != 1 {
+	if c := x.counts(nil); len(c) != 1 || c[jobs.Running] != 1 {
 		t.Fatalf("counts %v", c)
 	}
 	x.remove(id, 12, false)
-	if c := x.counts(0); len(c) != 0 || x.size() != 0 {
+	if c := x.counts(nil); len(c) != 0 || x.size() != 0 {
 		t.Fatalf("after a delete: counts %v, size %d", c, x.size())
 	}
 }
@@ -114,7 +114,7 @@ func TestIndexPages(t *testing.T) {
 		t.Fatalf("all states: %d, want %d", len(all), n)
 	}
 	x.expire(jobs.Failed, int64(n+n/2)) // the first half of the failed expire
-	if c := x.counts(0); c[jobs.Failed] != n/4 || c[jobs.Succeeded] != n/2 {
+	if c := x.counts(nil); c[jobs.Failed] != n/4 || c[jobs.Succeeded] != n/2 {
 		t.Fatalf("after expiry: %v", c)
 	}
 
@@ -125,7 +125,7 @@ func TestIndexPages(t *testing.T) {
 	if q, r := listIDs(w, jobs.Queued, 3, 4), listIDs(w, jobs.Running, 3, 4); len(q) != 6 || len(r) != 4 {
 		t.Fatalf("delivered up to 4 of 10: %d queued, %d running", len(q), len(r))
 	}
-	if c := w.counts(4); c[jobs.Queued] != 6 || c[jobs.Running] != 4 {
+	if c := w.counts(map[string]uint64{jobs.DefaultQueue: 4}); c[jobs.Queued] != 6 || c[jobs.Running] != 4 {
 		t.Fatalf("counts %v", c)
 	}
 }
@@ -172,7 +172,7 @@ func TestIndexEvicts(t *testing.T) {
 	}
 	x.set(entry{id: testKey(1000), state: jobs.Queued, t: 0, seq: 1, fromMsg: true})
 	x.evict(51) // records 1..50 are gone
-	if c := x.counts(0); c[jobs.Succeeded]+c[jobs.Failed] != 50 || c[jobs.Queued] != 1 || x.size() != 51 {
+	if c := x.counts(nil); c[jobs.Succeeded]+c[jobs.Failed] != 50 || c[jobs.Queued] != 1 || x.size() != 51 {
 		t.Fatalf("after evicting below 51: counts %v, size %d; want 50 records and the waiting job", c, x.size())
 	}
 	for _, id := range listIDs(x, "", 7, 0) {

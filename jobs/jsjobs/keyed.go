@@ -56,7 +56,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := r.connected(); err != nil {
 		return jobs.Record{}, false, err
 	}
-	if err := r.acceptable(job); err != nil {
+	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, false, err
 	}
 	mine := claim{ID: jobs.NewID(), Request: job.Request(), Created: time.Now()}

@@ -1,13 +1,20 @@
 package jsjobs
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crew-go/crew/jobs"
+)
 
 // layout is where a store's jobs, schedules, cancels and records live in
 // NATS: every subject, stream name and header the Runner reads or writes
 // is spelled here, and nowhere else.
 //
-//	<stream>.<id>             a job waiting; the consumer reads <stream>.>
+//	<stream>.<id>             a job waiting in the default queue; the consumer
+//	                          reads <stream>.* and <stream>.every.*
 //	<stream>.every.<name>     a periodic job's tick (periodic.go)
+//	<stream>.q.<queue>.<id>   a job waiting in a named queue; that queue's
+//	                          consumer, <consumer>-q-<queue>, reads <stream>.q.<queue>.*
 //	<stream>-at.<id>          a job due later, which the server publishes
 //	                          to <stream>.<id> at its time; no consumer reads it
 //	<stream>-at.every.<name>  a periodic job's schedule
@@ -45,8 +52,37 @@ const (
 	headerScheduleNext   = "Nats-Schedule-Next"      // a tick's: when the next is due
 )
 
-func (l layout) job(id string) string        { return l.stream + "." + id }
-func (l layout) jobs() string                { return l.stream + ".>" }
+func (l layout) job(id string) string      { return l.stream + "." + id }
+func (l layout) jobs() string              { return l.stream + ".>" }
+func (l layout) defaults() []string        { return []string{l.stream + ".*", l.tick("*")} }
+func (l layout) queued(id string) string   { return l.stream + ".q.*." + id }
+func (l layout) queueJobs(q string) string { return l.stream + ".q." + q + ".*" }
+
+// in is the subject of job id waiting in queue q.
+func (l layout) in(q, id string) string {
+	if q == "" || q == jobs.DefaultQueue {
+		return l.job(id)
+	}
+	return l.stream + ".q." + q + "." + id
+}
+
+// queueOf is the queue of a job's subject.
+func (l layout) queueOf(subject string) string {
+	if rest, ok := strings.CutPrefix(subject, l.stream+".q."); ok {
+		if q, _, ok := strings.Cut(rest, "."); ok {
+			return q
+		}
+	}
+	return jobs.DefaultQueue
+}
+
+// consumer is the name of queue q's consumer, def the default queue's.
+func consumerOf(def, q string) string {
+	if q == "" || q == jobs.DefaultQueue {
+		return def
+	}
+	return def + "-q-" + q
+}
 func (l layout) due(id string) string        { return l.stream + "-at." + id }
 func (l layout) dues() string                { return l.stream + "-at.>" }
 func (l layout) tick(name string) string     { return l.stream + "." + everyToken + name }
@@ -75,6 +111,10 @@ func (l layout) parse(subject string) (subjectOf, string) {
 		if name, ok := strings.CutPrefix(rest, everyToken); ok {
 			return aTick, name
 		}
+		if rest, ok := strings.CutPrefix(rest, "q."); ok {
+			_, id, _ := strings.Cut(rest, ".")
+			return aJob, id
+		}
 		return aJob, rest
 	}
 	if rest, ok := strings.CutPrefix(subject, l.stream+"-at."); ok {
@@ -89,4 +129,13 @@ func (l layout) parse(subject string) (subjectOf, string) {
 // recordKey is the key of a record's subject.
 func (l layout) recordKey(subject string) string {
 	return strings.TrimPrefix(subject, l.record(""))
+}
+
+// queueName is a record's Queue: "" for the default queue, which older
+// records and most jobs are in.
+func queueName(q string) string {
+	if q == jobs.DefaultQueue {
+		return ""
+	}
+	return q
 }

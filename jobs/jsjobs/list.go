@@ -36,6 +36,11 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 			return jobs.Page{}, jobs.BadCursor(q.After)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// Before the index, which may have caught up already and let a
+		// page through.
+		return jobs.Page{}, err
+	}
 	t, err := r.tails()
 	if err != nil {
 		return jobs.Page{}, err
@@ -44,9 +49,9 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 		return jobs.Page{}, err
 	}
 	r.synced(ctx, t)
-	var delivered uint64
+	var delivered map[string]uint64
 	if q.State == "" || q.State == jobs.Queued || q.State == jobs.Running {
-		delivered = r.store.delivered(ctx)
+		delivered = r.deliveredAll(ctx, t.index)
 	}
 	ids, next := t.index.page(q.State, q.Kind, after, q.Limit, delivered)
 	recs, err := r.read(ctx, ids)
@@ -64,6 +69,9 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 
 // Counts implements jobs.Lister, from the index as List reads it.
 func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	t, err := r.tails()
 	if err != nil {
 		return nil, err
@@ -72,7 +80,17 @@ func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
 		return nil, err
 	}
 	r.synced(ctx, t)
-	return t.index.counts(r.store.delivered(ctx)), nil
+	return t.index.counts(r.deliveredAll(ctx, t.index)), nil
+}
+
+// deliveredAll is how far each queue of the index's jobs has been
+// delivered.
+func (r *Runner) deliveredAll(ctx context.Context, x *index) map[string]uint64 {
+	d := map[string]uint64{}
+	for _, q := range x.queueNames() {
+		d[q] = r.store.delivered(ctx, q)
+	}
+	return d
 }
 
 // syncWait bounds how long List and Counts wait for the index to read

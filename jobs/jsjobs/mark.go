@@ -78,6 +78,7 @@ func (r *Runner) mark(ctx context.Context, d delivery, j decoded, first bool) ma
 		if j.spec != nil {
 			rec.Spec = j.spec
 		}
+		rec.Queue = queueName(r.layout.queueOf(d.subject))
 		if j.kind != "" {
 			rec.Kind = j.kind
 		}

@@ -99,11 +99,11 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 	r.store.schedules = r.allowSchedules(ctx, stream, cfg.Stream)
 	r.store.cons, err = findOrCreate(ctx, func() (jetstream.Consumer, error) {
 		return stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       cfg.Consumer,
-			Description:   "the job runners",
-			FilterSubject: r.layout.jobs(),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       cfg.AckWait,
+			Durable:        cfg.Consumer,
+			Description:    "the job runners of the default queue, and periodic jobs' ticks",
+			FilterSubjects: r.layout.defaults(),
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        cfg.AckWait,
 			// Deliveries are not bounded here: a message the server stops
 			// delivering would sit in the stream for ever. Handle bounds
 			// the runs instead, counted in the record.
@@ -111,6 +111,9 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		})
 	}, func() (jetstream.Consumer, error) { return stream.Consumer(ctx, cfg.Consumer) }, jetstream.ErrConsumerExists)
 	if err != nil {
+		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
+	}
+	if err := r.defaultQueueOnly(ctx, stream); err != nil {
 		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
 	}
 	r.store.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
@@ -126,6 +129,27 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("bucket %q: %w", cfg.Bucket, err)
 	}
 	return r.keepByState(ctx)
+}
+
+// defaultQueueOnly narrows a consumer found reading every job (made by an
+// earlier version, before named queues) to the default queue and the
+// ticks: a work-queue stream refuses a queue's consumer beside one whose
+// subjects overlap it.
+func (r *Runner) defaultQueueOnly(ctx context.Context, stream jetstream.Stream) error {
+	cc := r.store.cons.CachedInfo().Config
+	if cc.FilterSubject != r.layout.jobs() {
+		return nil
+	}
+	cc.FilterSubject, cc.FilterSubjects = "", r.layout.defaults()
+	cons, err := stream.UpdateConsumer(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("narrow to the default queue: %w", err)
+	}
+	r.store.cons = cons
+	if r.log != nil {
+		r.log.Info("the jobs' consumer now reads the default queue and the ticks; each named queue has a consumer of its own", "consumer", cc.Durable)
+	}
+	return nil
 }
 
 // allowSchedules makes a stream found without message schedules (made by

@@ -172,7 +172,12 @@ func (r *Runner) tick(ctx context.Context, name string, data []byte, seq uint64,
 		return natsjs.Unavailable(fmt.Errorf("%w: a periodic job's tick without its stream sequence", jobs.ErrUnavailable))
 	}
 	id := tickID(name, seq)
-	msg := &nats.Msg{Subject: r.layout.job(id), Data: data, Header: nats.Header{}}
+	var spec struct{ Queue string }
+	_ = json.Unmarshal(data, &spec) // checked when it was set
+	if err := r.queueKnown(ctx, spec.Queue); err != nil {
+		return natsjs.Unavailable(err)
+	}
+	msg := &nats.Msg{Subject: r.layout.in(spec.Queue, id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
 	pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()

@@ -28,7 +28,16 @@ type jobStream struct {
 	schedules    bool    // the stream allows message schedules
 	leader       lastMsg // reads a message from the stream's leader (leaderLast)
 
-	deliveredMu  sync.Mutex // guards the consumer's delivered sequence, for Get
+	mu     sync.Mutex             // guards queues
+	queues map[string]*queueState // the queues known here, by name: their consumers and how far each has delivered
+}
+
+// queueState is what the stream knows of one queue: its consumer, and how far
+// it has delivered (read at most every deliveredEvery).
+type queueState struct {
+	cons jetstream.Consumer // nil until looked up
+
+	mu           sync.Mutex
 	deliveredSeq uint64
 	deliveredAt  time.Time
 }
@@ -49,9 +58,16 @@ func (r *jobStream) waiting(ctx context.Context, id string) (jobs.Record, uint64
 // is queued, one delivered running (its first run writes its record at
 // its end).
 func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.Record, uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-	defer cancel()
-	m, err := last(ctx, r.layout.job(id))
+	lastOf := func(subject string) (*jetstream.RawStreamMsg, error) {
+		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		defer cancel()
+		return last(ctx, subject)
+	}
+	m, err := lastOf(r.layout.job(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		// Not in the default queue: in a named one, if any.
+		m, err = lastOf(r.layout.queued(id))
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}
@@ -60,8 +76,9 @@ func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
-	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Queued, Created: created(m.Header, m.Time), Spec: &spec}
-	if r.delivered(ctx) >= m.Sequence {
+	q := r.layout.queueOf(m.Subject)
+	rec := jobs.Record{ID: id, Kind: spec.Kind, Queue: queueName(q), State: jobs.Queued, Created: created(m.Header, m.Time), Spec: &spec}
+	if r.delivered(ctx, q) >= m.Sequence {
 		// Delivered and not acked, and no record yet: taken by a runner,
 		// in its first run (which writes nothing before its end) or held
 		// for a free worker, which the store cannot tell apart. No run is
@@ -95,23 +112,54 @@ func (r *jobStream) scheduled(ctx context.Context, id string, last lastMsg) (job
 	return rec, m.Sequence, nil
 }
 
-// delivered is the stream sequence the consumer has delivered up to,
-// read at most every deliveredEvery: a job whose message is at or below it
-// has started. 0 when it cannot be read.
-func (r *jobStream) delivered(ctx context.Context) uint64 {
-	r.deliveredMu.Lock()
-	defer r.deliveredMu.Unlock()
-	if time.Since(r.deliveredAt) < deliveredEvery {
-		return r.deliveredSeq
+// delivered is the stream sequence queue q's consumer has delivered up
+// to, read at most every deliveredEvery: a job of q whose message is at or
+// below it has been taken. 0 when it cannot be read.
+func (r *jobStream) delivered(ctx context.Context, q string) uint64 {
+	return r.deliveredWithin(ctx, q, deliveredEvery)
+}
+
+// deliveredWithin is delivered read at most age ago (0: now).
+func (r *jobStream) deliveredWithin(ctx context.Context, q string, age time.Duration) uint64 {
+	qu := r.queue(q)
+	qu.mu.Lock()
+	defer qu.mu.Unlock()
+	if age > 0 && time.Since(qu.deliveredAt) < age {
+		return qu.deliveredSeq
 	}
 	// A failed read is cached like a good one: while the store is out,
 	// Gets waiting on the lock must not each spend a store timeout in turn.
-	r.deliveredAt = time.Now()
-	if info, err := r.cons.Info(ctx); err == nil {
-		r.deliveredSeq = info.Delivered.Stream
+	qu.deliveredAt = time.Now()
+	if qu.cons == nil {
+		cons, err := r.jobs.Consumer(ctx, consumerOf(r.consumer(), q))
+		if err != nil {
+			return qu.deliveredSeq
+		}
+		qu.cons = cons
 	}
-	return r.deliveredSeq
+	if info, err := qu.cons.Info(ctx); err == nil {
+		qu.deliveredSeq = info.Delivered.Stream
+	}
+	return qu.deliveredSeq
 }
+
+// queue is what the stream knows of queue q, made at the first ask.
+func (r *jobStream) queue(q string) *queueState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queues == nil {
+		r.queues = map[string]*queueState{jobs.DefaultQueue: {cons: r.cons}}
+	}
+	qu, ok := r.queues[q]
+	if !ok {
+		qu = &queueState{}
+		r.queues[q] = qu
+	}
+	return qu
+}
+
+// consumer is the default queue's consumer's name.
+func (r *jobStream) consumer() string { return r.cons.CachedInfo().Name }
 
 // deliveredEvery bounds how often Get asks the consumer how far it has
 // delivered: a job that just started may read queued that long.
@@ -123,7 +171,7 @@ const deliveredEvery = 250 * time.Millisecond
 // message id of its own. dup says the stream already held a message of
 // that id, so this one was not stored again.
 func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64, retries int) (dup bool, err error) {
-	msg := &nats.Msg{Subject: r.layout.job(id), Data: job.Body, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: r.layout.in(job.Queue, id), Data: job.Body, Header: nats.Header{}}
 	msgID := id
 	if retryOf != 0 {
 		msgID = id + ".retry." + strconv.FormatUint(retryOf, 10)
@@ -131,14 +179,14 @@ func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, r
 		msg.Header.Set(headerRetries, strconv.Itoa(retries))
 	}
 	if !job.RunAt.IsZero() {
-		// The server publishes it to <stream>.<id> when it is due; until
+		// The server publishes it to its queue's subject when it is due; until
 		// then it waits under <stream>-at.<id>, which no consumer reads.
 		// The message it publishes then is stamped with that time, and
 		// carries the headers, so the job's own time travels in one.
 		msg.Header.Set(headerCreated, time.Now().UTC().Format(time.RFC3339Nano))
 		msg.Subject = r.layout.due(id)
 		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
-		msg.Header.Set(headerScheduleTarget, r.layout.job(id))
+		msg.Header.Set(headerScheduleTarget, r.layout.in(job.Queue, id))
 	}
 	ack, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
 	if err != nil {

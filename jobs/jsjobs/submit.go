@@ -23,7 +23,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	if err := r.acceptable(job); err != nil {
+	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, err
 	}
 	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
@@ -35,20 +35,23 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 
 // accepted is the record of a job just accepted: queued, or scheduled.
 func accepted(id, kind string, created time.Time, job jobs.Prepared) jobs.Record {
-	rec := jobs.Record{ID: id, Kind: kind, State: jobs.Queued, Created: created}
+	rec := jobs.Record{ID: id, Kind: kind, Queue: queueName(job.Queue), State: jobs.Queued, Created: created}
 	if !job.RunAt.IsZero() {
 		rec.State, rec.RunAt = jobs.Scheduled, job.RunAt
 	}
 	return rec
 }
 
-// acceptable refuses a job the store cannot take: too big, or not
-// schedulable.
-func (r *Runner) acceptable(job jobs.Prepared) error {
+// acceptable refuses a job the store cannot take: too big, not
+// schedulable, or in a queue whose consumer cannot be made.
+func (r *Runner) acceptable(ctx context.Context, job jobs.Prepared) error {
 	if err := sized(job, maxMessage(r.js.Conn())); err != nil {
 		return err
 	}
-	return r.schedulable(job)
+	if err := r.schedulable(job); err != nil {
+		return err
+	}
+	return r.queueKnown(ctx, job.Queue)
 }
 
 // schedulable refuses a job due later than MaxDelay, or later at all on a

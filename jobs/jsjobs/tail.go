@@ -239,7 +239,7 @@ func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 		what, id := l.parse(subj)
 		switch what {
 		case aJob:
-			e.state = jobs.Queued
+			e.state, e.queue = jobs.Queued, queueName(l.queueOf(subj))
 		case aDue:
 			e.state = jobs.Scheduled
 		default:
