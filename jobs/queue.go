@@ -1,6 +1,10 @@
 package jobs
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // DefaultQueue is the queue of a job whose spec names none.
 const DefaultQueue = "default"
@@ -53,4 +57,21 @@ type QueueInfo struct {
 	Waiting int  `json:"waiting"` // jobs waiting to be delivered (its backlog)
 	Taken   int  `json:"taken"`   // jobs delivered and not yet settled: running, or held for a free worker
 	Paused  bool `json:"paused"`
+}
+
+// Queuer is a Runner with named queues whose settings and pauses hold
+// for every process: the JetStream store is one (memjobs runs every
+// queue's jobs on its one pool, and has none).
+type Queuer interface {
+	// Queues reads every queue as the store holds it now, the default
+	// first.
+	Queues(ctx context.Context) ([]QueueInfo, error)
+	// SetQueue sets a queue's settings (its limit) for every process.
+	SetQueue(ctx context.Context, q Queue) error
+	// PauseQueue stops every process from starting the queue's jobs
+	// until ResumeQueue, or until until if it is not zero; jobs running
+	// go on, jobs submitted are accepted and wait.
+	PauseQueue(ctx context.Context, name string, until time.Time) error
+	// ResumeQueue undoes PauseQueue.
+	ResumeQueue(ctx context.Context, name string) error
 }

@@ -1,6 +1,11 @@
 package jsjobs
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Outcomes returns the counts so far.
 func (r *Runner) Outcomes() Outcomes {
@@ -16,18 +21,27 @@ func (r *Runner) Outcomes() Outcomes {
 
 // Collector exports the store's availability as StoreDown sees it, the
 // runs of jobs put off for an outage (natsjs_messages_total{outcome=
-// "unavailable"} counts them too, by stream), the jobs' run times, and
-// the counts above by their labels.
-func (r *Runner) Collector() prometheus.Collector { return collector{r.instruments, &r.health} }
+// "unavailable"} counts them too, by stream), the jobs' run times, the
+// counts above by their labels, and each queue as Queues reads it at the
+// scrape (one request to the server; none exported when it does not
+// answer within a second): the same on every process, as a stream's lag.
+func (r *Runner) Collector() prometheus.Collector { return collector{r.instruments, &r.health, r} }
 
 type collector struct {
 	in     *instruments
 	health *storeHealth
+	r      *Runner
 }
+
+// queuesWait bounds the read of the queues at a scrape.
+const queuesWait = time.Second
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.in.storeUp
 	ch <- c.in.storeHandBacks
+	ch <- c.in.queueJobs
+	ch <- c.in.queueLimit
+	ch <- c.in.queuePaused
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
 		v.Describe(ch)
 	}
@@ -42,5 +56,21 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(c.health.handbacks.Load()))
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
 		v.Collect(ch)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queuesWait)
+	defer cancel()
+	qs, err := c.r.Queues(ctx)
+	if err != nil {
+		return
+	}
+	for _, q := range qs {
+		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Waiting), q.Name, "waiting")
+		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Taken), q.Name, "taken")
+		ch <- prometheus.MustNewConstMetric(c.in.queueLimit, prometheus.GaugeValue, float64(q.Limit), q.Name)
+		paused := 0.0
+		if q.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.in.queuePaused, prometheus.GaugeValue, paused, q.Name)
 	}
 }

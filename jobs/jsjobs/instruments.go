@@ -20,9 +20,10 @@ import (
 // program shows its own name on its dashboards. Each event of a job is
 // one method here, which counts it everywhere it is counted.
 type instruments struct {
-	runs                             *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
-	cancels, backoffs, reruns, ticks *prometheus.CounterVec
-	storeUp, storeHandBacks          *prometheus.Desc
+	runs                               *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
+	cancels, backoffs, reruns, ticks   *prometheus.CounterVec
+	storeUp, storeHandBacks            *prometheus.Desc
+	queueJobs, queueLimit, queuePaused *prometheus.Desc // read at the scrape (collector.go)
 
 	id, kind, attempt, outcome attribute.Key // of a run's span
 
@@ -67,6 +68,13 @@ func newInstruments(ns string) *instruments {
 			"1 while the job store (the jobs' stream and the records' bucket) answers this process, 0 during an outage.", nil, nil),
 		storeHandBacks: prometheus.NewDesc(ns+"_job_store_unavailable_total",
 			"Runs of jobs put off, without costing an attempt, because the job store could not be reached: each job runs again a moment later.", nil, nil),
+		queueJobs: prometheus.NewDesc(ns+"_queue_jobs",
+			"Jobs of a queue across every process, by state: waiting (its backlog) or taken (running, or held for a free worker); the same on every process.",
+			[]string{"queue", "state"}, nil),
+		queueLimit: prometheus.NewDesc(ns+"_queue_limit",
+			"A queue's bound on its jobs running at once across every process; 0: none.", []string{"queue"}, nil),
+		queuePaused: prometheus.NewDesc(ns+"_queue_paused",
+			"1 while a queue is paused for every process, else 0.", []string{"queue"}, nil),
 		id:      attribute.Key(ns + ".job.id"),
 		kind:    attribute.Key(ns + ".job.kind"),
 		attempt: attribute.Key(ns + ".job.attempt"),

@@ -65,7 +65,10 @@ type Runner struct {
 	log                        *slog.Logger
 }
 
-var _ jobs.KeyedRunner = (*Runner)(nil)
+var (
+	_ jobs.KeyedRunner = (*Runner)(nil)
+	_ jobs.Queuer      = (*Runner)(nil)
+)
 
 // Config names what New finds or creates, and the settings it creates
 // them with. Kinds is required; every other field has a default, given

@@ -105,6 +105,9 @@ func (a *API) Handler() http.Handler {
 	route("/v1/jobs/{id}/retry", map[string]http.HandlerFunc{http.MethodPost: a.retryJob})
 	route("/v1/periodic", map[string]http.HandlerFunc{http.MethodGet: a.listPeriodic})
 	route("/v1/periodic/{name}", map[string]http.HandlerFunc{http.MethodGet: a.getPeriodic, http.MethodPut: a.putPeriodic, http.MethodDelete: a.deletePeriodic})
+	route("/v1/queues", map[string]http.HandlerFunc{http.MethodGet: a.listQueues})
+	route("/v1/queues/{name}/pause", map[string]http.HandlerFunc{http.MethodPost: a.pauseQueue})
+	route("/v1/queues/{name}/resume", map[string]http.HandlerFunc{http.MethodPost: a.resumeQueue})
 	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
 	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +260,8 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its
-// optional "timeout" and "max_attempts", and the rest of its fields as the kind's arguments,
+// optional "timeout", "max_attempts" and "queue", and the rest of its
+// fields as the kind's arguments,
 // which the kind checks (Submit's *jobs.InvalidError names the field at
 // fault).
 func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
@@ -276,6 +280,15 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 	}
 	if err := jobTime(body, &spec); err != nil {
 		return spec, err
+	}
+	if raw, ok := body["queue"]; ok {
+		if err := json.Unmarshal(raw, &spec.Queue); err != nil {
+			return spec, fmt.Errorf(`"queue": want %s, got %.40s`, jobFields.want["queue"], raw)
+		}
+		if err := jobs.CheckQueue(spec.Queue); err != nil {
+			return spec, err
+		}
+		delete(body, "queue")
 	}
 	if raw, ok := body["max_attempts"]; ok {
 		// A spec's 0 leaves the bound to the kind or the runner; in the API
@@ -594,6 +607,7 @@ var (
 			"max_attempts": fmt.Sprintf("an integer from 1 to %d", jobs.MaxMaxAttempts),
 			"run_at":       `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
 			"delay":        `a duration as a string such as "10m"`,
+			"queue":        fmt.Sprintf(`a queue's name: 1 to %d letters, digits, '-' or '_' (default "default")`, jobs.MaxQueueName),
 		},
 	}
 )

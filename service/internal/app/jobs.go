@@ -35,9 +35,13 @@ type jobService interface {
 // startJobs starts the job service cfg asks for, its kinds crewd's.
 func startJobs(cfg config.Config, log *slog.Logger, pool *crew.Pool) (jobService, error) {
 	if cfg.Durable() {
+		queues := make([]durable.Queue, 0, len(cfg.JobQueues))
+		for _, q := range cfg.JobQueues {
+			queues = append(queues, durable.Queue{Name: q.Name, Workers: q.Workers, Limit: q.Limit})
+		}
 		return durable.Start(durable.Settings{
 			URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
-			Config: jsjobsConfig(cfg),
+			Config: jsjobsConfig(cfg), Queues: queues, ShutdownMode: cfg.ShutdownMode,
 		}, log, pool)
 	}
 	return newMemory(cfg, log, pool), nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
 )
 
 // Config is everything crewd can be told. Every field has a flag and a
@@ -52,6 +53,15 @@ type Config struct {
 	NATSReplicas   int           // replicas of the stream and the bucket when crewd creates them
 	NATSCreds      string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
 	JobMaxAttempts int           // runs of one durable job, retries included, unless the job asks for another bound
+	JobQueues      []JobQueue    // the named job queues this crewd serves besides the default one
+}
+
+// JobQueue is a named job queue a crewd serves (-job-queues): Workers of
+// its jobs at once in this crewd, on a pool of their own, and at most
+// Limit across every crewd (0: none).
+type JobQueue struct {
+	Name           string
+	Workers, Limit int
 }
 
 // NATSOff is the -nats-url that keeps jobs in memory, without NATS.
@@ -142,6 +152,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
 	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
+	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers and at most a limit of its jobs running at once across every crewd: name=workers[/limit],... (\"email=4,partner=2/3\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
 	num(&c.JobMaxAttempts, "job-max-attempts", "through JetStream, the runs of one job, its retries after a failure or a timeout (with exponential backoff) and its reruns after a crash included, unless the job's \"max_attempts\" says otherwise (1 to 1000)")
 
 	// Environment first, so that flags given on the command line win.
@@ -192,6 +203,48 @@ func (w *workers) Set(s string) error {
 		return fmt.Errorf("%q: want a number or \"quota\"", s)
 	}
 	*w = workers(n)
+	return nil
+}
+
+// jobQueues is -job-queues: name=workers[/limit], comma-separated.
+type jobQueues []JobQueue
+
+func (q *jobQueues) String() string {
+	var parts []string
+	for _, jq := range *q {
+		s := fmt.Sprintf("%s=%d", jq.Name, jq.Workers)
+		if jq.Limit > 0 {
+			s += fmt.Sprintf("/%d", jq.Limit)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (q *jobQueues) Set(s string) error {
+	var out []JobQueue
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, bounds, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("%.80q: want name=workers or name=workers/limit", part)
+		}
+		workers, limit, _ := strings.Cut(bounds, "/")
+		jq := JobQueue{Name: name}
+		var err error
+		if jq.Workers, err = strconv.Atoi(workers); err != nil {
+			return fmt.Errorf("%.80q: workers %.20q: not a number", part, workers)
+		}
+		if limit != "" {
+			if jq.Limit, err = strconv.Atoi(limit); err != nil {
+				return fmt.Errorf("%.80q: limit %.20q: not a number", part, limit)
+			}
+		}
+		out = append(out, jq)
+	}
+	*q = out
 	return nil
 }
 
@@ -260,7 +313,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	if !c.Durable() {
-		return nil
+		return c.validJobQueues()
 	}
 	if err := validURLs(c.NATSURL); err != nil {
 		return fmt.Errorf("-nats-url %q: %v", c.NATSURL, err)
@@ -287,12 +340,40 @@ func (c Config) Validate() error {
 	case c.JobMaxAttempts < 1 || c.JobMaxAttempts > 1000:
 		return fmt.Errorf("-job-max-attempts %d: want 1 to 1000", c.JobMaxAttempts)
 	}
+	if err := c.validJobQueues(); err != nil {
+		return err
+	}
 	if c.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {
 			return fmt.Errorf("-nats-listen %q: %v", c.NATSListen, err)
 		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 			return fmt.Errorf("-nats-listen %q: bad port", c.NATSListen)
 		}
+	}
+	return nil
+}
+
+// validJobQueues checks -job-queues: names that are queues' and not the
+// default one, each once; workers from 1 to 10,000; a limit of 0 (none)
+// or more; and a JetStream store to keep them.
+func (c Config) validJobQueues() error {
+	seen := map[string]bool{}
+	for _, q := range c.JobQueues {
+		switch {
+		case !c.Durable():
+			return errors.New("-job-queues: named queues need the JetStream store (-nats-url is off)")
+		case jobs.CheckQueue(q.Name) != nil:
+			return fmt.Errorf("-job-queues %q: want 1 to %d letters, digits, '-' or '_'", q.Name, jobs.MaxQueueName)
+		case q.Name == jobs.DefaultQueue:
+			return fmt.Errorf("-job-queues %s: the default queue runs on the pool of -workers", q.Name)
+		case seen[q.Name]:
+			return fmt.Errorf("-job-queues %s: named twice", q.Name)
+		case q.Workers < 1 || q.Workers > 10_000:
+			return fmt.Errorf("-job-queues %s: workers %d: want 1 to 10000", q.Name, q.Workers)
+		case q.Limit < 0 || q.Limit > jobs.MaxQueueLimit:
+			return fmt.Errorf("-job-queues %s: limit %d: want 1 to %d (none: leave it out)", q.Name, q.Limit, jobs.MaxQueueLimit)
+		}
+		seen[q.Name] = true
 	}
 	return nil
 }

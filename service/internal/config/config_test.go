@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,11 +129,37 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{env: map[string]string{"CREW_NATS_REPLICAS": "three"}, want: "CREW_NATS_REPLICAS"},
 		{args: []string{"-nats-replicas", "3"}, want: "the embedded server is one server"},
 		{args: []string{"-nats-creds", "/x.creds"}, want: "-nats-creds /x.creds: for the servers of -nats-url"},
+		{args: []string{"-job-queues", "email"}, want: `"email": want name=workers`},
+		{args: []string{"-job-queues", "email=four"}, want: `workers "four": not a number`},
+		{args: []string{"-job-queues", "email=4/x"}, want: `limit "x": not a number`},
+		{args: []string{"-job-queues", "e.mail=4"}, want: `-job-queues "e.mail"`},
+		{args: []string{"-job-queues", "email=0"}, want: "-job-queues email: workers 0"},
+		{args: []string{"-job-queues", "email=2/-1"}, want: "-job-queues email: limit -1"},
+		{args: []string{"-job-queues", "email=2,email=3"}, want: "-job-queues email: named twice"},
+		{args: []string{"-job-queues", "default=2"}, want: "-job-queues default: the default queue"},
+		{env: map[string]string{"CREW_NATS_URL": "off", "CREW_JOB_QUEUES": "email=2"}, want: "-job-queues: named queues need the JetStream store"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q, %v) = %v, want an error naming %q", tc.args, tc.env, err, tc.want)
 		}
+	}
+}
+
+// TestJobQueues: -job-queues and CREW_JOB_QUEUES read name=workers[/limit]
+// lists.
+func TestJobQueues(t *testing.T) {
+	c, err := config.Parse([]string{"-job-queues", "email=4, partner=2/3"}, env(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.JobQueue{{Name: "email", Workers: 4}, {Name: "partner", Workers: 2, Limit: 3}}
+	if !slices.Equal(c.JobQueues, want) {
+		t.Fatalf("-job-queues: %+v, want %+v", c.JobQueues, want)
+	}
+	c, err = config.Parse(nil, env(map[string]string{"CREW_JOB_QUEUES": "reports=1"}), &bytes.Buffer{})
+	if err != nil || len(c.JobQueues) != 1 || c.JobQueues[0] != (config.JobQueue{Name: "reports", Workers: 1}) {
+		t.Fatalf("CREW_JOB_QUEUES: %+v (%v)", c.JobQueues, err)
 	}
 }
 

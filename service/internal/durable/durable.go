@@ -33,6 +33,9 @@ type Settings struct {
 	DataDir string // the embedded server's JetStream store
 	Listen  string // where the embedded server also serves clients; "" for in-process only
 	jsjobs.Config
+
+	Queues       []Queue           // the named queues served here besides the default one
+	ShutdownMode crew.ShutdownMode // how the named queues' pools stop, as the main pool does
 }
 
 // ErrDataDir wraps a failure of the embedded server to use its data
@@ -49,6 +52,8 @@ type Durable struct {
 	nc     *nats.Conn
 	runner *jsjobs.Runner
 	source *natsjs.Source
+	queues []*served // the named queues served here (queues.go)
+	log    *slog.Logger
 	ran    chan struct{} // closed at Source.Run's end, with runErr
 	runErr error
 
@@ -82,7 +87,7 @@ const setupTimeout = 30 * time.Second
 // refuses the setup is another error (crewd exits 1, so that Kubernetes
 // restarts the pod with backoff).
 func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
-	d := &Durable{ran: make(chan struct{}), set: set}
+	d := &Durable{ran: make(chan struct{}), set: set, log: log}
 	opts := []nats.Option{nats.Name("crewd"),
 		// nats.go does not reconnect after the server closed the connection
 		// with an error (a protocol violation, a control line over 4 KB):
@@ -166,6 +171,9 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if err := d.serveQueues(ctx, log); err != nil {
+		return fail(err)
+	}
 	return d, nil
 }
 
@@ -175,9 +183,14 @@ func (d *Durable) Jobs() jobs.Runner { return d.runner }
 // Source runs the jobs on the pool.
 func (d *Durable) Source() *natsjs.Source { return d.source }
 
-// StopPulling stops the Source: no more pulls, every job not started
-// handed back; the running ones end as the pool's stop decides.
-func (d *Durable) StopPulling(ctx context.Context) error { return d.source.Shutdown(ctx) }
+// StopPulling stops the Sources: no more pulls, every job not started
+// handed back; the running ones end as the pool's stop decides (the
+// named queues' pools stop here, with the same mode).
+func (d *Durable) StopPulling(ctx context.Context) error {
+	queues := make(chan error, 1)
+	go func() { queues <- d.stopQueues(ctx) }()
+	return errors.Join(d.source.Shutdown(ctx), <-queues)
+}
 
 // StartedArgs is where the embedded server serves clients, if it does.
 func (d *Durable) StartedArgs() []any {
@@ -189,6 +202,7 @@ func (d *Durable) StartedArgs() []any {
 
 // Run starts pulling jobs, and probing the store for Ready.
 func (d *Durable) Run() {
+	d.runQueues(d.log)
 	go func() {
 		d.runErr = d.source.Run(context.Background())
 		close(d.ran)
@@ -291,6 +305,7 @@ func (d *Durable) Close(log *slog.Logger) {
 		lag, lagErr = d.source.Lag(ctx)
 		cancel()
 	}
+	d.closeQueues()
 	if d.runner != nil {
 		_ = d.runner.Close() // its index's tails and its cancels' subscription
 	}
