@@ -67,6 +67,20 @@ func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue, set bool) (jetstre
 		cc.MaxAckPending = q.Limit
 	}
 	if set {
+		// Its limit changed, the rest kept as it is: an update with the
+		// config made here would resume a paused queue (every process
+		// sets its queues at its start).
+		cur, err := r.store.jobs.Consumer(ctx, cc.Durable)
+		switch {
+		case err == nil && cur.CachedInfo().Config.MaxAckPending == cc.MaxAckPending:
+			return cur, nil
+		case err == nil:
+			old := cur.CachedInfo().Config
+			old.MaxAckPending = cc.MaxAckPending
+			cc = old
+		case !errors.Is(err, jetstream.ErrConsumerNotFound):
+			return nil, storeError(err)
+		}
 		cons, err := r.store.jobs.CreateOrUpdateConsumer(ctx, cc)
 		if err != nil {
 			return nil, storeError(err)

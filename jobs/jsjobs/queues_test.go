@@ -207,6 +207,11 @@ func TestQueuePauseHoldsEveryProcess(t *testing.T) {
 	if err := runners[1].PauseQueue(ctx, "reports", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
+	// A process starting (and setting its queues) leaves the pause as it
+	// is, its limit changed.
+	if err := runners[2].SetQueue(ctx, jobs.Queue{Name: "reports", Limit: 5}); err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	for range 10 {
 		ids = append(ids, submit(t, runners[2], hold(10*time.Millisecond, "reports")).ID)
@@ -225,7 +230,7 @@ func TestQueuePauseHoldsEveryProcess(t *testing.T) {
 			reports = q
 		}
 	}
-	if !reports.Paused || reports.Waiting != 10 {
+	if !reports.Paused || reports.Waiting != 10 || reports.Limit != 5 {
 		t.Fatalf("a paused queue with 10 jobs reads %+v", reports)
 	}
 	if err := runners[0].ResumeQueue(ctx, "reports"); err != nil {
