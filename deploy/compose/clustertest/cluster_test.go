@@ -67,7 +67,8 @@ func readSettings(t *testing.T) settings {
 // killed, a scale-down and up, a rolling restart); every job answered 202
 // must succeed, and no replica attached to a healthy server may stall more
 // than maxStall. Beside the load, the job lifecycle (lifecycle): jobs due
-// later, cancels, dead letters retried, a periodic job's ticks.
+// later, cancels, dead letters retried, a periodic job's ticks, two named
+// queues (one limited across the replicas, one paused through the faults).
 func TestCluster(t *testing.T) {
 	if os.Getenv("CREW_CLUSTER_TEST") == "" {
 		t.Skip("the compose cluster test runs with CREW_CLUSTER_TEST=1 (deploy/compose/cluster-test.sh): it needs a Docker engine and a few minutes")
@@ -88,9 +89,11 @@ func TestCluster(t *testing.T) {
 	lc := newLifecycle(l)
 	lc.cancelRunning(ctx, t, cl, 3)
 	lc.startPeriodic(ctx, t)
+	lc.pauseHeld(ctx, t)
 	lcCtx, stopLifecycle := context.WithCancel(ctx)
 	var scheduling sync.WaitGroup
 	scheduling.Go(func() { lc.schedule(lcCtx, t) })
+	scheduling.Go(func() { lc.feedQueues(lcCtx, t) })
 	cl.faultsUnderLoad(ctx, t, set, l)
 	stopLifecycle()
 	scheduling.Wait()
@@ -98,6 +101,7 @@ func TestCluster(t *testing.T) {
 	lc.cancelRunning(ctx, t, cl, 3)
 	succeeded, again := cl.allSucceed(ctx, t, set, l)
 	lc.checkPeriodic(ctx, t)
+	lc.checkQueues(ctx, t)
 	lc.check(ctx, t, cl)
 	cl.caughtUp(ctx, t)
 	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v); whole test %.0fs",

@@ -33,6 +33,7 @@ type lifecycle struct {
 	refusals  int                  // lifecycle requests refused by every replica
 	stopTimes []time.Duration      // cancel answered -> the run's end seen
 	periodic  periodic
+	queues    queues // queues.go
 }
 
 func newLifecycle(l *load) *lifecycle {
