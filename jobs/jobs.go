@@ -100,9 +100,9 @@ type Record struct {
 	// durable job's first run writes its record only at its end, so a job
 	// delivered and not yet ended the first time reads running with 0
 	// attempts (it may be held for a free worker, which the store cannot
-	// tell apart); a run killed before it wrote anything is counted by
-	// the next run, from the deliveries its record does not account for
-	// (a delivery handed back unrun by a stop is counted likewise).
+	// tell apart); a first run killed with its process is counted when the
+	// process starts again on its journal (jsjobs.Config.Journal), and
+	// left uncounted when it never does (Deliveries then says more).
 	Attempts int `json:"attempts,omitempty"`
 	// Deliveries is how often the stream has delivered the job's message,
 	// as its consumer counts them, up to the latest run recorded; durable

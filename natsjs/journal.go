@@ -3,10 +3,12 @@ package natsjs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,9 +42,11 @@ import (
 //     wait out their lease.
 //   - One Source at a time: the file is locked while a Source holds it.
 //
-// Its lines: "+ <reply>" held, "- <reply>" settled, "t <unix ns>" a
-// beat. It is rewritten from the held messages once it grows past
-// journalCompactAt.
+// Its lines: "+ <reply> <subject>" held, "s <reply>" started (its handler
+// called), "- <reply>" settled, "t <unix ns>" a beat. It is rewritten from
+// the held messages once it grows past journalCompactAt. A delivery noted
+// started was interrupted by the kill: WithRecovered tells the handler's
+// owner of it before it is handed back, so that it can count the run.
 
 // beatEvery is how often a running Source writes its beat.
 const beatEvery = time.Second
@@ -65,7 +69,7 @@ type journal struct {
 
 // openJournal opens and locks the journal at path, and returns the
 // deliveries a killed Source left noted held, and its last beat.
-func openJournal(path string) (*journal, []string, time.Time, error) {
+func openJournal(path string) (*journal, []note, time.Time, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -82,16 +86,22 @@ func openJournal(path string) (*journal, []string, time.Time, error) {
 	return &journal{f: f}, held, beat, nil
 }
 
+// note is a delivery a killed Source left held.
+type note struct {
+	reply, subject string
+	started        bool
+}
+
 // readJournal reads the deliveries noted held and not settled, in the
 // order they were received, and the last beat.
-func readJournal(f *os.File) (held []string, beat time.Time, err error) {
+func readJournal(f *os.File) (held []note, beat time.Time, err error) {
 	if _, err := f.Seek(0, 0); err != nil {
 		return nil, time.Time{}, err
 	}
-	live := map[string]int{}
-	var order []string
+	live := map[string]int{} // reply -> its place in order
+	var order []note
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), MaxSubjectLen+64)
+	sc.Buffer(make([]byte, 0, 4096), 2*MaxSubjectLen+64)
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) < 3 || line[1] != ' ' {
@@ -100,8 +110,13 @@ func readJournal(f *os.File) (held []string, beat time.Time, err error) {
 		arg := string(line[2:])
 		switch line[0] {
 		case '+':
-			live[arg] = len(order)
-			order = append(order, arg)
+			reply, subject, _ := strings.Cut(arg, " ")
+			live[reply] = len(order)
+			order = append(order, note{reply: reply, subject: subject})
+		case 's':
+			if i, ok := live[arg]; ok {
+				order[i].started = true
+			}
 		case '-':
 			delete(live, arg)
 		case 't':
@@ -113,9 +128,9 @@ func readJournal(f *os.File) (held []string, beat time.Time, err error) {
 	if err := sc.Err(); err != nil && !errors.Is(err, bufio.ErrTooLong) {
 		return nil, time.Time{}, err
 	}
-	for i, reply := range order {
-		if j, ok := live[reply]; ok && j == i {
-			held = append(held, reply)
+	for i, n := range order {
+		if j, ok := live[n.reply]; ok && j == i {
+			held = append(held, n)
 		}
 	}
 	return held, beat, nil
@@ -123,8 +138,9 @@ func readJournal(f *os.File) (held []string, beat time.Time, err error) {
 
 // handBackNoted naks the deliveries a killed Source left held, as a stop
 // hands back a message (handBackDelay), if its leases surely hold still
-// (see above); it returns how many it handed back and dropped.
-func handBackNoted(nc *nats.Conn, held []string, beat time.Time, surest time.Duration, now time.Time) (back, dropped int, err error) {
+// (see above), each after told (a started one's run was interrupted); it
+// returns how many it handed back and dropped.
+func handBackNoted(nc *nats.Conn, held []note, beat time.Time, surest time.Duration, now time.Time, told func(note)) (back, dropped int, err error) {
 	if len(held) == 0 {
 		return 0, 0, nil
 	}
@@ -132,8 +148,11 @@ func handBackNoted(nc *nats.Conn, held []string, beat time.Time, surest time.Dur
 		return 0, len(held), nil
 	}
 	nak := []byte(fmt.Sprintf(`-NAK {"delay":%d}`, handBackDelay.Nanoseconds()))
-	for _, reply := range held {
-		if err := nc.Publish(reply, nak); err != nil {
+	for _, n := range held {
+		if told != nil {
+			told(n)
+		}
+		if err := nc.Publish(n.reply, nak); err != nil {
 			return back, len(held) - back, err
 		}
 		back++
@@ -166,7 +185,7 @@ func (j *journal) note(op byte, arg string) error {
 // from held (the replies of the messages held now) once it has grown past
 // journalCompactAt. held is called with the lock that orders the notes
 // (the Source's), which beat's caller holds.
-func (j *journal) beat(now time.Time, held func() []string) error {
+func (j *journal) beat(now time.Time, held func() []note) error {
 	j.mu.Lock()
 	due := now.Sub(j.lastBeat) >= beatEvery
 	big := j.size >= journalCompactAt
@@ -185,13 +204,14 @@ func (j *journal) beat(now time.Time, held func() []string) error {
 
 // rewrite replaces the journal's lines with a beat and held. A kill
 // halfway loses notes, and with them only their early return.
-func (j *journal) rewrite(held []string, now time.Time) error {
+func (j *journal) rewrite(held []note, now time.Time) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "t %d\n", now.UnixNano())
-	for _, reply := range held {
-		b.WriteString("+ ")
-		b.WriteString(reply)
-		b.WriteByte('\n')
+	for _, n := range held {
+		fmt.Fprintf(&b, "+ %s %s\n", n.reply, n.subject)
+		if n.started {
+			fmt.Fprintf(&b, "s %s\n", n.reply)
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -230,7 +250,15 @@ func (j *journal) close(empty bool) error {
 func (s *Source) recover() {
 	held, beat := s.noted, s.notedBeat
 	s.noted = nil
-	back, dropped, err := handBackNoted(s.o.conn, held, beat, s.ackWait-s.renewAfter-s.tickEvery, time.Now())
+	var told func(note)
+	if s.o.recovered != nil {
+		told = func(n note) {
+			ctx, cancel := context.WithTimeout(context.Background(), recoveredWait)
+			defer cancel()
+			s.o.recovered(ctx, Recovered{Subject: n.subject, Started: n.started, Delivered: deliveredOf(n.reply)})
+		}
+	}
+	back, dropped, err := handBackNoted(s.o.conn, held, beat, s.ackWait-s.renewAfter-s.tickEvery, time.Now(), told)
 	s.c.recovered.Add(uint64(back))
 	s.c.unrecovered.Add(uint64(dropped))
 	if err == nil {
@@ -262,10 +290,10 @@ func (s *Source) noteJournal(op byte, reply string) {
 func (s *Source) beatJournal(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.journal.beat(now, func() []string {
-		held := make([]string, 0, s.held)
+	err := s.journal.beat(now, func() []note {
+		held := make([]note, 0, s.held)
 		for m := s.head; m != nil; m = m.next {
-			held = append(held, m.raw.Reply())
+			held = append(held, note{reply: m.raw.Reply(), subject: m.raw.Subject(), started: m.state.Load() != waiting})
 		}
 		return held
 	})
@@ -283,4 +311,32 @@ func (s *Source) closeJournal() {
 	if err := s.journal.close(empty); err != nil && s.o.logger != nil {
 		s.o.logger.Warn("natsjs: journal close", "error", err)
 	}
+}
+
+// recoveredWait bounds WithRecovered's function, a delivery each.
+const recoveredWait = 5 * time.Second
+
+// Recovered is a delivery a killed Source held, which the Source started
+// on its journal hands back (WithRecovered).
+type Recovered struct {
+	Subject   string // the message's subject
+	Started   bool   // its handler had been called: its run was interrupted by the kill
+	Delivered int    // that delivery's count, 1 for the first (0: not known)
+}
+
+// deliveredOf is the delivery count in an ack's reply subject, 0 when it
+// has none that can be read.
+func deliveredOf(reply string) int {
+	// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>,
+	// with a domain and an account hash after $JS.ACK in the newer form.
+	toks := strings.Split(reply, ".")
+	i := 4
+	if len(toks) >= 12 {
+		i = 6
+	}
+	if len(toks) <= i {
+		return 0
+	}
+	n, _ := strconv.Atoi(toks[i])
+	return n
 }

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +95,9 @@ func TestJournalHandsBackWhatAKilledProcessHeld(t *testing.T) {
 	}
 	t.Logf("%d jobs of %v held by a process SIGKILLed and started again on its journal: the last done %v after the kill (AckWait %v)\n%s",
 		journalJobs, journalJob, took.Round(time.Millisecond), journalAckWait, out2)
+	if !strings.Contains(out2.String(), fmt.Sprintf("interrupted runs told: %d, their deliveries %d", journalJobs, journalJobs)) {
+		t.Errorf("the second worker was not told of the %d runs the kill interrupted, each on its first delivery: %s", journalJobs, out2)
+	}
 	if limit := journalJob + 5*time.Second; took > limit {
 		t.Fatalf("the last job done %v after the kill: want within %v (its work plus a restart), not after the AckWait", took, limit)
 	}
@@ -135,8 +140,14 @@ func journalWorker(url, journal string) error {
 		return err
 	}
 	opts := []natsjs.Option{natsjs.WithWindow(0), natsjs.WithConn(nc)}
+	var interrupted, delivered atomic.Int64
 	if journal != "" {
-		opts = append(opts, natsjs.WithJournal(journal))
+		opts = append(opts, natsjs.WithJournal(journal), natsjs.WithRecovered(func(_ context.Context, r natsjs.Recovered) {
+			if r.Started && strings.HasPrefix(r.Subject, "jobs.") {
+				interrupted.Add(1)
+			}
+			delivered.Add(int64(r.Delivered))
+		}))
 	}
 	src, err := natsjs.New(pool, cons, func(ctx context.Context, m *natsjs.Msg) error {
 		time.Sleep(journalJob)
@@ -161,6 +172,7 @@ func journalWorker(url, journal string) error {
 		return err
 	}
 	fmt.Println("worker:", src.Stats())
+	fmt.Printf("interrupted runs told: %d, their deliveries %d\n", interrupted.Load(), delivered.Load())
 	return pool.Shutdown(sctx, crew.DrainThenHard)
 }
 

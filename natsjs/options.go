@@ -1,6 +1,7 @@
 package natsjs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,7 @@ type options struct {
 	pullExpiry  time.Duration
 	conn        *nats.Conn
 	journal     string
+	recovered   func(context.Context, Recovered)
 }
 
 func defaultOptions() options {
@@ -240,6 +242,21 @@ func WithJournal(path string) Option {
 			return fmt.Errorf("%w: empty journal path", ErrInvalidOption)
 		}
 		o.journal = path
+		return nil
+	})
+}
+
+// WithRecovered has fn told of each delivery a killed Source left held in
+// the journal (WithJournal), when Run begins and before the Source hands
+// it back, within recoveredWait each: Started says its run was
+// interrupted, so that the handler's owner can count it (the jobs library
+// counts it as an attempt). It does nothing without WithJournal.
+func WithRecovered(fn func(ctx context.Context, r Recovered)) Option {
+	return optionFunc(func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil recovered function", ErrInvalidOption)
+		}
+		o.recovered = fn
 		return nil
 	})
 }

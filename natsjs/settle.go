@@ -36,6 +36,12 @@ func (m *Msg) run(ctx context.Context) (err error) {
 	if !m.state.CompareAndSwap(waiting, started) {
 		return nil // handed back by a stop, or by a stalled pool
 	}
+	if s.journal != nil {
+		// After the state: a rewrite before this note reads it started.
+		if err := s.journal.note('s', m.raw.Reply()); err != nil && s.o.logger != nil && !s.journal.warned.Swap(true) {
+			s.o.logger.Warn("natsjs: journal note failed", "error", err)
+		}
+	}
 	s.unwait(m)
 	s.started.Add(1)
 	m.runs.Add(1)

@@ -31,19 +31,6 @@ func (d delivery) before(rec jobs.Record) bool {
 	return d.retryOf == 0 && rec.Retries > 0 || d.retries > 0 && d.retries != rec.Retries
 }
 
-// unaccounted is how many of d's message's deliveries before d the
-// record rec does not account for: every run writes the delivery it ran
-// on into its record (Deliveries) at its start or its end, so a delivery
-// missing from it ran and was interrupted before it could write (a
-// delivery handed back unrun by a stop counts as one too: the store
-// cannot tell them apart).
-func (d delivery) unaccounted(rec jobs.Record) int {
-	if d.attempt <= 1 {
-		return 0
-	}
-	return max(0, d.attempt-1-rec.Deliveries)
-}
-
 // decoded is a delivered job read: its spec and its run as its kind
 // prepares them, or why it cannot run.
 type decoded struct {

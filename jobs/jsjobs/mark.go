@@ -85,11 +85,6 @@ func (r *Runner) mark(ctx context.Context, d delivery, j decoded, first bool) ma
 		if j.bad != "" {
 			return settle(r.finish(ctx, rev, rec, jobs.Failed, nil, j.bad))
 		}
-		// The deliveries since the record's last write that it does not
-		// account for were runs interrupted before they wrote anything: a
-		// first run killed (it writes nothing before its end), or a run
-		// whose process died while the store was out.
-		rec.Attempts += d.unaccounted(rec)
 		if rec.Attempts >= maxAttempts {
 			// Its attempts are spent, the last interrupted: a job that kills
 			// its process would otherwise run for ever.

@@ -33,7 +33,7 @@ func (r *Runner) Source(pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source,
 func (r *Runner) source(pool *crew.Pool, cons jetstream.Consumer, journal string, opts []natsjs.Option) (*natsjs.Source, error) {
 	base := []natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job")}
 	if journal != "" {
-		base = append(base, natsjs.WithConn(r.js.Conn()), natsjs.WithJournal(journal))
+		base = append(base, natsjs.WithConn(r.js.Conn()), natsjs.WithJournal(journal), natsjs.WithRecovered(r.interrupted))
 	}
 	return natsjs.New(pool, cons, r.TracedHandle(), append(base, opts...)...)
 }
