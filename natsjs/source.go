@@ -85,7 +85,7 @@ type Source struct {
 	scratch      []*Msg // renewLeases' list, reused
 
 	journal   *journal // WithJournal's; nil without
-	noted     []note // the deliveries a killed Source left noted held
+	noted     []note   // the deliveries a killed Source left noted held
 	notedBeat time.Time
 }
 
