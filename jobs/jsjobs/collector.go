@@ -1,9 +1,6 @@
 package jsjobs
 
 import (
-	"context"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -22,9 +19,9 @@ func (r *Runner) Outcomes() Outcomes {
 // Collector exports the store's availability as StoreDown sees it, the
 // runs of jobs put off for an outage (natsjs_messages_total{outcome=
 // "unavailable"} counts them too, by stream), the jobs' run times, the
-// counts above by their labels, and each queue as Queues reads it at the
-// scrape (one request to the server; none exported when it does not
-// answer within a second): the same on every process, as a stream's lag.
+// counts above by their labels, and each queue as Queues read it at most
+// queuesEvery before (queueGauges): the same on every process, as a
+// stream's lag.
 func (r *Runner) Collector() prometheus.Collector { return collector{r.instruments, &r.health, r} }
 
 type collector struct {
@@ -32,9 +29,6 @@ type collector struct {
 	health *storeHealth
 	r      *Runner
 }
-
-// queuesWait bounds the read of the queues at a scrape.
-const queuesWait = time.Second
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.in.storeUp
@@ -57,13 +51,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
 		v.Collect(ch)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), queuesWait)
-	defer cancel()
-	qs, err := c.r.Queues(ctx)
-	if err != nil {
-		return
-	}
-	for _, q := range qs {
+	for _, q := range c.r.queueGauges.snapshot(c.r.Queues) {
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Waiting), q.Name, "waiting")
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Taken), q.Name, "taken")
 		ch <- prometheus.MustNewConstMetric(c.in.queueLimit, prometheus.GaugeValue, float64(q.Limit), q.Name)

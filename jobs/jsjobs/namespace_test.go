@@ -19,6 +19,7 @@ func TestNamespaceNamesTheMetrics(t *testing.T) {
 		cfg := jsConfig()
 		cfg.Namespace = tc.namespace
 		r := c.runner(t, cfg)
+		closeRunner(t, r)
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(r.Collector())
 		mfs, err := reg.Gather()

@@ -210,11 +210,11 @@ func findOrCreate[T any](ctx context.Context, create, find func() (T, error), ex
 	return t, err
 }
 
-// Close stops listing jobs (List and Counts then answer ErrUnavailable)
-// and listening for cancels; the jobs running here can then be cancelled only
-// through their records, and drops the ends of runs not yet written
-// after their lease was lost (late.go): those jobs run again. A second
-// Close does nothing.
+// Close stops listing jobs (List and Counts then answer ErrUnavailable),
+// reading the queues for the metrics, and listening for cancels (the jobs
+// running here can then be cancelled only through their records), and
+// drops the ends of runs not yet written after their lease was lost
+// (late.go): those jobs run again. A second Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
 		r.listing.close()
@@ -222,6 +222,7 @@ func (r *Runner) Close() error {
 			r.closeErr = r.running.sub.Unsubscribe()
 		}
 		r.late.close()
+		r.queueGauges.close()
 	})
 	return r.closeErr
 }
