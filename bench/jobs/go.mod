@@ -7,6 +7,7 @@ require (
 	github.com/crew-go/crew/jobs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs/jsjobs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs/natsd v0.0.0-00010101000000-000000000000
+	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0
@@ -20,7 +21,6 @@ require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000 // indirect
 	github.com/crew-go/crew/natsjs/natsotel v0.0.0-00010101000000-000000000000 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/go-logr/logr v1.4.4 // indirect

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 type crewdSystem struct {
 	bin string
 	tmp string
+	env []string // added to crewd's environment (CREW_JOB_QUEUES, ...), which loses any CREW_ variable of the benchmark's own
 
 	sc       scenario
 	t        *tracker
@@ -85,6 +87,9 @@ func (s *crewdSystem) start(ctx context.Context) error {
 	}
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if s.env != nil {
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "CREW_") }), s.env...)
+	}
 	dieWithParent(cmd, syscall.SIGKILL)
 	err = cmd.Start()
 	log.Close()

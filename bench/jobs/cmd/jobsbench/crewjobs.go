@@ -13,6 +13,7 @@ import (
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/jsjobs"
 	"github.com/crew-go/crew/jobs/natsd"
+	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,8 +26,15 @@ import (
 // on a loopback port, as Redis and PostgreSQL are for the others; the kill
 // test kills the worker process, and the server redelivers what it held
 // after the ack wait.
+//
+// With queues > 0 ("crew-jobs-8q" for 8) the same workers are split over
+// that many named queues: the worker process serves each with a
+// QueueSource on a crew pool of its own (sc.Workers split evenly, see
+// queuePools), and job n goes to queue n mod queues, so the producers
+// submit round-robin over them.
 type crewJobsSystem struct {
-	tmp string
+	tmp    string
+	queues int
 
 	sc     scenario
 	t      *tracker
@@ -48,10 +56,36 @@ type benchSleep struct {
 
 func (benchSleep) Kind() string { return "sleep" }
 
-func (s *crewJobsSystem) Name() string { return "crew-jobs" }
+func (s *crewJobsSystem) Name() string {
+	if s.queues > 0 {
+		return fmt.Sprintf("crew-jobs-%dq", s.queues)
+	}
+	return "crew-jobs"
+}
 
 func (s *crewJobsSystem) Settings() string {
+	if s.queues > 0 {
+		return fmt.Sprintf("as crew-jobs, the workers split over %d named queues (a QueueSource on a crew pool of its own each, the workers ÷ %d; no limit set), "+
+			"the jobs submitted round-robin over them (Spec.Queue)", s.queues, s.queues)
+	}
 	return fmt.Sprintf("the jobs library's Go client and workers (jsjobs, a crew pool of workers), NATS JetStream embedded in the benchmark, ack wait %v; defaults otherwise", crewJobsAckWait)
+}
+
+// queueName is the name of the benchmark's named queue i (0-based).
+func queueName(i int) string { return "q" + strconv.Itoa(i+1) }
+
+// queuePools splits workers over queues pools: each gets workers ÷ queues,
+// the remainder one more each to the first, and every pool at least one.
+func queuePools(workers, queues int) []int {
+	pools := make([]int, queues)
+	for i := range pools {
+		pools[i] = workers / queues
+		if i < workers%queues {
+			pools[i]++
+		}
+		pools[i] = max(pools[i], 1)
+	}
+	return pools
 }
 
 // crewJobsConfig is the runner's settings, the same in the benchmark and
@@ -84,8 +118,8 @@ func (s *crewJobsSystem) Start(ctx context.Context, sc scenario, t *tracker) err
 		return errors.Join(err, s.Stop())
 	}
 	s.w = &workerProc{
-		args:    []string{"-system", "crew-jobs", "-addr", s.srv.ClientURL(), "-workers", strconv.Itoa(sc.Workers)},
-		logPath: filepath.Join(s.tmp, "crew-jobs-"+sc.Name+".log"),
+		args:    []string{"-system", "crew-jobs", "-addr", s.srv.ClientURL(), "-workers", strconv.Itoa(sc.Workers), "-queues", strconv.Itoa(s.queues)},
+		logPath: filepath.Join(s.tmp, s.Name()+"-"+sc.Name+".log"),
 		t:       t,
 	}
 	if err := s.w.start(ctx); err != nil {
@@ -98,6 +132,9 @@ func (s *crewJobsSystem) Enqueue(ctx context.Context, n int) error {
 	spec, err := jobs.NewSpec(benchSleep{N: n, Sleep: jobs.Duration(s.sc.Sleep)})
 	if err != nil {
 		return err
+	}
+	if s.queues > 0 {
+		spec.Queue = queueName(n % s.queues)
 	}
 	_, err = s.runner.Submit(ctx, spec)
 	return err
@@ -134,8 +171,9 @@ func (s *crewJobsSystem) Stop() error {
 
 // crewJobsWorker is the worker process of crew-jobs: the kind registered,
 // run on a crew pool of workers through the runner's Source, until ctx
-// ends.
-func crewJobsWorker(ctx context.Context, ev *events, url string, workers int) error {
+// ends. With queues > 0 it serves the named queues q1..q<queues> instead,
+// each through its QueueSource on a pool of its own (queuePools).
+func crewJobsWorker(ctx context.Context, ev *events, url string, workers, queues int) error {
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
 		return err
@@ -156,21 +194,59 @@ func crewJobsWorker(ctx context.Context, ev *events, url string, workers int) er
 		return err
 	}
 	defer runner.Close()
-	pool, err := crew.New(crew.WithWorkers(workers))
-	if err != nil {
+	// Each pool and its Source: one for the default queue, or one a named
+	// queue.
+	type served struct {
+		pool   *crew.Pool
+		source *natsjs.Source
+	}
+	var all []served
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, sv := range all {
+			_ = sv.source.Shutdown(sctx)
+			_ = sv.pool.Shutdown(sctx, crew.Drain)
+		}
+	}
+	serve := func(q string, workers int) error {
+		pool, err := crew.New(crew.WithWorkers(workers))
+		if err != nil {
+			return err
+		}
+		var source *natsjs.Source
+		if q == "" {
+			source, err = runner.Source(pool)
+		} else {
+			source, err = runner.QueueSource(ctx, q, pool)
+		}
+		if err != nil {
+			_ = pool.Shutdown(context.Background(), crew.Drain)
+			return err
+		}
+		all = append(all, served{pool, source})
+		return nil
+	}
+	if queues > 0 {
+		for i, n := range queuePools(workers, queues) {
+			if err := serve(queueName(i), n); err != nil {
+				stop()
+				return err
+			}
+		}
+	} else if err := serve("", workers); err != nil {
 		return err
 	}
-	source, err := runner.Source(pool)
-	if err != nil {
-		return err
+	ran := make(chan error, len(all))
+	for _, sv := range all {
+		go func() { ran <- sv.source.Run(ctx) }()
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- source.Run(ctx) }()
 	ev.ready()
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = source.Shutdown(sctx)
-	_ = pool.Shutdown(sctx, crew.Drain)
-	return <-ran
+	stop()
+	var errs []error
+	for range all {
+		errs = append(errs, <-ran)
+	}
+	return errors.Join(errs...)
 }
