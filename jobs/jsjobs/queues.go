@@ -20,9 +20,10 @@ import (
 // at once across every process: it is its consumer's MaxAckPending, which
 // the server enforces (a job held for a free worker counts, as it holds a
 // delivery). Pause and resume are the consumer's own, kept by the server
-// for every process and across restarts. A queue costs no write a job,
-// and an idle one no CPU of its own (its Source's pull waits on the
-// server, as the default queue's does).
+// for every process and across restarts. A queue costs no write a job;
+// an idle one costs what an idle Source does (its loop wakes every 100 ms
+// to renew leases, and a pull waits on the server a second at a time):
+// eight idle queues took about 0.3 % of a core more in crewd.
 //
 // A queue is made when it is first used, with no limit: a job submitted
 // to a queue that no process serves yet is accepted and waits there, as
