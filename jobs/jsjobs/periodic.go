@@ -69,6 +69,9 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	if err := r.connected(); err != nil {
 		return false, err
 	}
+	if err := r.queueKnown(ctx, job.Queue); err != nil {
+		return false, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	subj := r.layout.schedule(p.Name)
@@ -173,10 +176,7 @@ func (r *Runner) tick(ctx context.Context, name string, data []byte, seq uint64,
 	}
 	id := tickID(name, seq)
 	var spec struct{ Queue string }
-	_ = json.Unmarshal(data, &spec) // checked when it was set
-	if err := r.queueKnown(ctx, spec.Queue); err != nil {
-		return natsjs.Unavailable(err)
-	}
+	_ = json.Unmarshal(data, &spec) // its queue found when it was set
 	msg := &nats.Msg{Subject: r.layout.in(spec.Queue, id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
 	pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)

@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,38 +21,61 @@ import (
 // at once across every process: it is its consumer's MaxAckPending, which
 // the server enforces (a job held for a free worker counts, as it holds a
 // delivery). Pause and resume are the consumer's own, kept by the server
-// for every process and across restarts. A queue costs no write a job;
-// an idle one costs what an idle Source does (its loop wakes every 100 ms
-// to renew leases, and a pull waits on the server a second at a time):
-// eight idle queues took about 0.3 % of a core more in crewd.
+// for every process and across restarts: the server delivers none of its
+// jobs from the pause on (one a process already holds for a free worker
+// may still start). A queue costs no write a job; an idle one costs what
+// an idle Source does (its loop wakes to renew leases, and a pull waits
+// on the server a second at a time).
 //
-// A queue is made when it is first used, with no limit: a job submitted
-// to a queue that no process serves yet is accepted and waits there, as
-// backlog of that queue, until one does.
+// A queue exists once SetQueue or a QueueSource has made its consumer,
+// which a program or an operator does, never a request: a job or a pause
+// naming a queue that does not exist is refused (errNoQueue), so that
+// requests cannot make consumers (each a replicated group on the
+// servers) without bound. A queue made and not yet served keeps its jobs
+// waiting there.
 
-// queueKnown makes queue q's consumer, unless it is the default queue's or
-// already known here.
-func (r *Runner) queueKnown(ctx context.Context, q string) error {
+// errNoQueue is a queue's name that names no queue.
+var errNoQueue = errors.New("no such queue: SetQueue or a process serving it (QueueSource) makes it")
+
+// queueCons is queue q's consumer, looked up once here: errNoQueue when
+// it does not exist.
+func (r *Runner) queueCons(ctx context.Context, q string) (jetstream.Consumer, error) {
 	if q == "" || q == jobs.DefaultQueue {
-		return nil
+		return r.store.cons, nil
 	}
 	qu := r.store.queue(q)
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
 	if qu.cons != nil {
-		return nil
+		return qu.cons, nil
 	}
-	cons, err := r.makeQueue(ctx, jobs.Queue{Name: q}, false)
-	if err != nil {
-		return err
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	cons, err := r.store.jobs.Consumer(ctx, consumerOf(r.store.consumer(), q))
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, errNoQueue
+	case err != nil:
+		return nil, storeError(err)
 	}
 	qu.cons = cons
+	return cons, nil
+}
+
+// queueKnown refuses a job of a queue that does not exist, naming it.
+func (r *Runner) queueKnown(ctx context.Context, q string) error {
+	if _, err := r.queueCons(ctx, q); errors.Is(err, errNoQueue) {
+		return &jobs.InvalidError{Reason: fmt.Sprintf(`"queue" %q: %v`, q, err)}
+	} else if err != nil {
+		return err
+	}
 	return nil
 }
 
-// makeQueue creates queue q's consumer, or finds it as it is (set: or
-// updates its limit to q's).
-func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue, set bool) (jetstream.Consumer, error) {
+// makeQueue creates queue q's consumer with q's limit, or, when it exists,
+// sets that limit on it, its other settings (its pause among them) left
+// as they are; a queue as it is is left untouched.
+func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	def := r.store.cons.CachedInfo().Config
@@ -67,31 +91,18 @@ func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue, set bool) (jetstre
 	if q.Limit > 0 {
 		cc.MaxAckPending = q.Limit
 	}
-	if set {
-		// Its limit changed, the rest kept as it is: an update with the
-		// config made here would resume a paused queue (every process
-		// sets its queues at its start).
-		cur, err := r.store.jobs.Consumer(ctx, cc.Durable)
-		switch {
-		case err == nil && cur.CachedInfo().Config.MaxAckPending == cc.MaxAckPending:
-			return cur, nil
-		case err == nil:
-			old := cur.CachedInfo().Config
-			old.MaxAckPending = cc.MaxAckPending
-			cc = old
-		case !errors.Is(err, jetstream.ErrConsumerNotFound):
-			return nil, storeError(err)
-		}
-		cons, err := r.store.jobs.CreateOrUpdateConsumer(ctx, cc)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		return cons, nil
+	cur, err := r.store.jobs.Consumer(ctx, cc.Durable)
+	switch {
+	case err == nil && cur.CachedInfo().Config.MaxAckPending == cc.MaxAckPending:
+		return cur, nil
+	case err == nil:
+		old := cur.CachedInfo().Config
+		old.MaxAckPending = cc.MaxAckPending
+		cc = old
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, storeError(err)
 	}
-	cons, err := r.store.jobs.CreateConsumer(ctx, cc)
-	if errors.Is(err, jetstream.ErrConsumerExists) {
-		cons, err = r.store.jobs.Consumer(ctx, cc.Durable)
-	}
+	cons, err := r.store.jobs.CreateOrUpdateConsumer(ctx, cc)
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -113,7 +124,7 @@ func (r *Runner) SetQueue(ctx context.Context, q jobs.Queue) error {
 	if q.Name == jobs.DefaultQueue {
 		return nil
 	}
-	cons, err := r.makeQueue(ctx, q, true)
+	cons, err := r.makeQueue(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -124,21 +135,25 @@ func (r *Runner) SetQueue(ctx context.Context, q jobs.Queue) error {
 	return nil
 }
 
-// queueConsumer is queue q's consumer, made if missing.
-func (r *Runner) queueConsumer(ctx context.Context, q string) (jetstream.Consumer, error) {
+// servedCons is queue q's consumer for a process that serves it, made
+// with no limit when it does not exist.
+func (r *Runner) servedCons(ctx context.Context, q string) (jetstream.Consumer, error) {
 	if err := jobs.CheckQueue(q); err != nil {
 		return nil, err
 	}
-	if q == jobs.DefaultQueue {
-		return r.store.cons, nil
+	cons, err := r.queueCons(ctx, q)
+	if !errors.Is(err, errNoQueue) {
+		return cons, err
 	}
-	if err := r.queueKnown(ctx, q); err != nil {
+	cons, err = r.makeQueue(ctx, jobs.Queue{Name: q})
+	if err != nil {
 		return nil, err
 	}
 	qu := r.store.queue(q)
 	qu.mu.Lock()
-	defer qu.mu.Unlock()
-	return qu.cons, nil
+	qu.cons = cons
+	qu.mu.Unlock()
+	return cons, nil
 }
 
 // PauseQueue stops every process from starting queue q's jobs until
@@ -146,7 +161,7 @@ func (r *Runner) queueConsumer(ctx context.Context, q string) (jetstream.Consume
 // whatever the processes, their restarts or the servers'; jobs running
 // go on, and jobs submitted meanwhile are accepted and wait. Pausing the
 // default queue pauses the periodic jobs' ticks too, which share its
-// consumer.
+// consumer. A queue that does not exist is jobs.ErrNotFound.
 func (r *Runner) PauseQueue(ctx context.Context, q string, until time.Time) error {
 	if until.IsZero() {
 		until = time.Now().AddDate(100, 0, 0)
@@ -163,8 +178,13 @@ func (r *Runner) pause(ctx context.Context, q string, until time.Time) error {
 	if err := r.connected(); err != nil {
 		return err
 	}
-	cons, err := r.queueConsumer(ctx, q)
-	if err != nil {
+	if err := jobs.CheckQueue(q); err != nil {
+		return err
+	}
+	cons, err := r.queueCons(ctx, q)
+	if errors.Is(err, errNoQueue) {
+		return fmt.Errorf("%w: queue %q: %v", jobs.ErrNotFound, q, err)
+	} else if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)

@@ -3,6 +3,7 @@ package jsjobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,9 @@ func TestQueueBurstDelaysNoOtherQueue(t *testing.T) {
 	r := c.runner(t, jsConfig())
 	closeRunner(t, r)
 	ctx := context.Background()
+	if err := r.SetQueue(ctx, jobs.Queue{Name: "bulk"}); err != nil {
+		t.Fatal(err)
+	}
 	var bulk []string
 	for range 300 {
 		bulk = append(bulk, submit(t, r, inQueue(jobstest.Sleep(50*time.Millisecond), "bulk")).ID)
@@ -244,15 +248,18 @@ func TestQueuePauseHoldsEveryProcess(t *testing.T) {
 	}
 }
 
-// TestQueueAddedWhileRunning: jobs submitted to a queue no process serves
-// are accepted and wait, read queued in their queue; a Source made for
-// the queue while the process runs serves them.
+// TestQueueAddedWhileRunning: jobs submitted to a queue made (SetQueue)
+// and served by no process are accepted and wait, read queued in their
+// queue; a Source made for the queue while the process runs serves them.
 func TestQueueAddedWhileRunning(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
 	closeRunner(t, r)
 	consume(t, r) // the default queue only
 	ctx := context.Background()
+	if err := r.SetQueue(ctx, jobs.Queue{Name: "late"}); err != nil {
+		t.Fatal(err)
+	}
 	job := submit(t, r, inQueue(jobstest.Factorial(4), "late"))
 	time.Sleep(500 * time.Millisecond)
 	got, err := r.Get(ctx, job.ID)
@@ -277,6 +284,9 @@ func TestQueueJobsCancelAndRetry(t *testing.T) {
 	r := c.runner(t, jsConfig())
 	closeRunner(t, r)
 	ctx := context.Background()
+	if err := r.SetQueue(ctx, jobs.Queue{Name: "q1"}); err != nil {
+		t.Fatal(err)
+	}
 	waiting := submit(t, r, inQueue(jobstest.Factorial(3), "q1"))
 	if _, was, err := r.Cancel(ctx, waiting.ID); err != nil || was != jobs.Queued {
 		t.Fatalf("cancel of a job waiting in q1: was %s, %v", was, err)
@@ -296,15 +306,16 @@ func TestQueueJobsCancelAndRetry(t *testing.T) {
 	}
 }
 
-// TestQueueBadInput: a queue's name that is no subject token, a negative
-// limit and a limit on the default queue are refused naming the field,
-// and nothing is made.
+// TestQueueBadInput: a queue's name that is no subject token, a queue
+// that does not exist (a request makes no consumer), a negative limit and
+// a limit on the default queue are refused naming the field, a pause of a
+// queue that does not exist is ErrNotFound, and nothing is made.
 func TestQueueBadInput(t *testing.T) {
 	c := newCluster(t)
 	r := c.runner(t, jsConfig())
 	closeRunner(t, r)
 	ctx := context.Background()
-	for _, q := range []string{"a.b", "a*", "a b", "ü", strings.Repeat("q", jobs.MaxQueueName+1)} {
+	for _, q := range []string{"a.b", "a*", "a b", "ü", strings.Repeat("q", jobs.MaxQueueName+1), "nosuch"} {
 		var invalid *jobs.InvalidError
 		if _, err := r.Submit(ctx, inQueue(jobstest.Factorial(1), q)); !errors.As(err, &invalid) || !strings.Contains(err.Error(), `"queue"`) {
 			t.Errorf("queue %q: %v, want an *InvalidError naming \"queue\"", q, err)
@@ -315,6 +326,12 @@ func TestQueueBadInput(t *testing.T) {
 		if err := r.SetQueue(ctx, q); !errors.As(err, &invalid) {
 			t.Errorf("SetQueue(%+v): %v, want an *InvalidError", q, err)
 		}
+	}
+	if err := r.PauseQueue(ctx, "nosuch", time.Time{}); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("pause of a queue that does not exist: %v, want ErrNotFound", err)
+	}
+	if _, err := r.SetPeriodic(ctx, jobs.Periodic{Name: "p", Every: "@every 1h", Spec: inQueue(jobstest.Factorial(1), "nosuch")}); !strings.Contains(fmt.Sprint(err), `"queue" "nosuch"`) {
+		t.Errorf("a periodic job of a queue that does not exist: %v, want refused naming it", err)
 	}
 	qs, err := r.Queues(ctx)
 	if err != nil || len(qs) != 1 {

@@ -48,10 +48,11 @@ func (r *Runner) TracedHandle() natsjs.Handler {
 // Source does the default queue's: at most pool's bound of them at once
 // in this process. Make one a queue the process serves, each on its own
 // pool; a queue is served from when the Source runs to when it stops, so
-// a process adds or removes one while it runs. Its journal, with
+// a process adds or removes one while it runs. It makes the queue, with
+// no limit, if it does not exist yet. Its journal, with
 // Config.Journal set, is that path with "-<queue>" added.
 func (r *Runner) QueueSource(ctx context.Context, q string, pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source, error) {
-	cons, err := r.queueConsumer(ctx, q)
+	cons, err := r.servedCons(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -92,13 +92,15 @@ func (a *API) setPause(w http.ResponseWriter, r *http.Request, set func(jobs.Que
 	writeJSON(w, http.StatusOK, map[string]any{"name": name, "paused": paused})
 }
 
-// queueError answers a queue's store error: 400 for bad input, 503 while
-// the store is out, 500 for the rest.
+// queueError answers a queue's store error: 400 for bad input, 404 for a
+// queue that does not exist, 503 while the store is out, 500 for the rest.
 func (a *API) queueError(w http.ResponseWriter, r *http.Request, err error) {
 	var invalid *jobs.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
+	case errors.Is(err, jobs.ErrNotFound):
+		a.fail(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, jobs.ErrUnavailable), errors.Is(err, jobs.ErrFull):
 		a.unavailable(w, r, err)
 	default:

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func (q *queued) Queues(context.Context) ([]jobs.QueueInfo, error) {
 func (q *queued) SetQueue(context.Context, jobs.Queue) error { return nil }
 
 func (q *queued) PauseQueue(_ context.Context, name string, until time.Time) error {
+	if name == "nosuch" {
+		return fmt.Errorf("%w: queue %q: no such queue", jobs.ErrNotFound, name)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.paused[name] = until
@@ -73,6 +77,9 @@ func TestQueuesThroughTheAPI(t *testing.T) {
 	got = f.do(t, "POST", "/v1/queues/email/resume", "")
 	if got.code != 200 || got.body["paused"] != false || len(store.paused) != 0 {
 		t.Fatalf("resume: %d %v (%v)", got.code, got.body, store.paused)
+	}
+	if got := f.do(t, "POST", "/v1/queues/nosuch/pause", ""); got.code != 404 {
+		t.Fatalf("pause of a queue that does not exist: %d %v", got.code, got.body)
 	}
 	if got := f.do(t, "POST", "/v1/queues/a*b/pause", ""); got.code != 400 {
 		t.Fatalf("pause of a name that is no queue's: %d %v", got.code, got.body)
