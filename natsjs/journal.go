@@ -51,8 +51,9 @@ import (
 // beatEvery is how often a running Source writes its beat.
 const beatEvery = time.Second
 
-// journalCompactAt is the size past which the journal is rewritten.
-const journalCompactAt = 1 << 20
+// journalCompactAt is the size past which the journal is rewritten (a
+// variable, so that a test makes it small).
+var journalCompactAt int64 = 1 << 20
 
 // journalMargin is taken off a killed process's surest lease before its
 // notes are handed back: room for a renewal sent late, and for clocks.
@@ -64,6 +65,7 @@ type journal struct {
 	size     int64
 	lastBeat time.Time
 	closed   bool
+	buf      []byte      // note's line
 	warned   atomic.Bool // a failed write was logged: once is enough
 }
 
@@ -160,25 +162,23 @@ func handBackNoted(nc *nats.Conn, held []note, beat time.Time, surest time.Durat
 	return back, 0, nc.Flush()
 }
 
-// write appends lines to the journal; a failure is returned once, for the
-// log, and the journal goes on (it only speeds a return up).
-func (j *journal) write(b []byte) error {
+// note appends one line, op and its arguments, built in a buffer the
+// journal keeps (a line a delivery: no allocation each); a failure is
+// returned once, for the log, and the journal goes on (it only speeds a
+// return up).
+func (j *journal) note(op byte, args ...string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
 		return nil
 	}
-	n, err := j.f.Write(b)
+	j.buf = append(j.buf[:0], op)
+	for _, a := range args {
+		j.buf = append(append(j.buf, ' '), a...)
+	}
+	n, err := j.f.Write(append(j.buf, '\n'))
 	j.size += int64(n)
 	return err
-}
-
-// note appends one line: op and arg.
-func (j *journal) note(op byte, arg string) error {
-	b := make([]byte, 0, len(arg)+3)
-	b = append(b, op, ' ')
-	b = append(b, arg...)
-	return j.write(append(b, '\n'))
 }
 
 // beat writes the beat, at most every beatEvery, and rewrites the journal
@@ -279,8 +279,8 @@ func (s *Source) recover() {
 // noteJournal notes one delivery held (op '+') or settled ('-'); s.mu is
 // held, so that the notes of one delivery come in order and a rewrite
 // (beatJournal) comes between them or not at all.
-func (s *Source) noteJournal(op byte, reply string) {
-	if err := s.journal.note(op, reply); err != nil && s.o.logger != nil && !s.journal.warned.Swap(true) {
+func (s *Source) noteJournal(op byte, args ...string) {
+	if err := s.journal.note(op, args...); err != nil && s.o.logger != nil && !s.journal.warned.Swap(true) {
 		s.o.logger.Warn("natsjs: journal note failed; a kill now leaves the delivery to its lease", "error", err)
 	}
 }

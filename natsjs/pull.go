@@ -183,7 +183,7 @@ func (s *Source) receive(jm jetstream.Msg) {
 	m.received, m.leased = now, now
 	s.link(m)
 	if s.journal != nil {
-		s.noteJournal('+', jm.Reply()+" "+jm.Subject())
+		s.noteJournal('+', jm.Reply(), jm.Subject())
 	}
 	stopping, ctx := s.stopping, s.submitCtx
 	s.mu.Unlock()

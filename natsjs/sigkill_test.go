@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -22,10 +23,11 @@ import (
 // The SIGKILL test re-executes the test binary as consumer processes; these
 // say what a worker process does.
 const (
-	envWorkerURL = "NATSJS_TEST_WORKER_URL"
-	workerPool   = 8
-	workerWindow = 2
-	sigkillJobs  = 10_000
+	envWorkerURL     = "NATSJS_TEST_WORKER_URL"
+	envWorkerJournal = "NATSJS_TEST_WORKER_JOURNAL" // the worker's journal
+	workerPool       = 8
+	workerWindow     = 2
+	sigkillJobs      = 10_000
 	// The killed process's jobs come back after it; the survivors renew
 	// theirs every half of it, and on a loaded machine (three processes,
 	// the server and the test on two cores, with -race) a renewal can be a
@@ -60,9 +62,14 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		out bytes.Buffer
 	}
 	procs := make([]*proc, 3)
+	journals := t.TempDir()
 	for i := range procs {
 		p := &proc{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-		p.cmd.Env = append(os.Environ(), envWorkerURL+"="+e.srv.ClientURL())
+		// Each keeps a journal, rewritten past 16 KiB (many times over
+		// 10,000 jobs): its notes and rewrites under real threads, through
+		// the kill.
+		p.cmd.Env = append(os.Environ(), envWorkerURL+"="+e.srv.ClientURL(), envWorkerJournal+"="+filepath.Join(journals, fmt.Sprint(i)),
+			"NATSJS_TEST_COMPACT_AT=16384")
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -123,7 +130,7 @@ func maybeWorker() bool {
 	if url == "" {
 		return false
 	}
-	if err := worker(url); err != nil {
+	if err := worker(url, os.Getenv(envWorkerJournal)); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
@@ -135,7 +142,7 @@ func maybeWorker() bool {
 // idempotently: done.<seq> with the message id <seq>, which the done
 // stream's duplicate window keeps once; a second completion of the same job
 // is also noted in dups, which the test counts.
-func worker(url string) error {
+func worker(url, journal string) error {
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
 		return err
@@ -167,7 +174,7 @@ func worker(url string) error {
 			}
 		}
 		return nil
-	}, natsjs.WithWindow(workerWindow), natsjs.WithConn(nc), natsjs.WithBackoff(10*time.Millisecond, 100*time.Millisecond))
+	}, natsjs.WithWindow(workerWindow), natsjs.WithConn(nc), natsjs.WithBackoff(10*time.Millisecond, 100*time.Millisecond), natsjs.WithJournal(journal))
 	if err != nil {
 		return err
 	}
