@@ -51,7 +51,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
 		v.Collect(ch)
 	}
-	for _, q := range c.r.queueGauges.snapshot(c.r.Queues) {
+	for _, q := range c.in.queues.snapshot(c.r.Queues) {
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Waiting), q.Name, "waiting")
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Taken), q.Name, "taken")
 		ch <- prometheus.MustNewConstMetric(c.in.queueLimit, prometheus.GaugeValue, float64(q.Limit), q.Name)

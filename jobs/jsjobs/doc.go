@@ -19,7 +19,8 @@
 //     (the store's availability), instruments.go (metrics, spans, counts),
 //     running.go (the runs here, for cancels), late.go (ends written after
 //     a lost lease), tail.go (the index's feed), run.go (one run),
-//     queuegauges.go (the queues as the metrics last read them);
+//     queuegauges.go (the queues as the metrics last read them, below
+//     instruments.go);
 //   - runner.go: the Runner over those parts, and its Config;
 //   - its methods, short orchestration over the parts: availability.go,
 //     submit.go, get.go, keyed.go, cancel.go, deadletter.go, list.go,

@@ -23,7 +23,8 @@ type instruments struct {
 	runs                               *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
 	cancels, backoffs, reruns, ticks   *prometheus.CounterVec
 	storeUp, storeHandBacks            *prometheus.Desc
-	queueJobs, queueLimit, queuePaused *prometheus.Desc // read at the scrape (collector.go)
+	queueJobs, queueLimit, queuePaused *prometheus.Desc
+	queues                             queueGauges // the queues as these export them
 
 	id, kind, attempt, outcome attribute.Key // of a run's span
 

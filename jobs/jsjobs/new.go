@@ -222,7 +222,7 @@ func (r *Runner) Close() error {
 			r.closeErr = r.running.sub.Unsubscribe()
 		}
 		r.late.close()
-		r.queueGauges.close()
+		r.instruments.queues.close()
 	})
 	return r.closeErr
 }

@@ -52,7 +52,6 @@ type Runner struct {
 	running     runs         // the jobs running here, for Cancel (running.go)
 	late        lateEnds     // ends written after their lease was lost (late.go)
 	listing     listing      // the index List and Counts read (list.go)
-	queueGauges queueGauges  // the queues as the metrics export them (collector.go)
 	closing     sync.Once    // Close
 	closeErr    error        // the first Close's
 

@@ -25,7 +25,6 @@ type served struct {
 	name   string
 	pool   *crew.Pool
 	source *natsjs.Source
-	ran    chan error // Run's end
 }
 
 // serveQueues sets each named queue's limit on the store and makes its
@@ -44,7 +43,7 @@ func (d *Durable) serveQueues(ctx context.Context, log *slog.Logger) error {
 			_ = pool.Close()
 			return fmt.Errorf("job queue %s: %w", q.Name, err)
 		}
-		d.queues = append(d.queues, &served{name: q.Name, pool: pool, source: src, ran: make(chan error, 1)})
+		d.queues = append(d.queues, &served{name: q.Name, pool: pool, source: src})
 	}
 	return nil
 }
@@ -53,11 +52,9 @@ func (d *Durable) serveQueues(ctx context.Context, log *slog.Logger) error {
 func (d *Durable) runQueues(log *slog.Logger) {
 	for _, q := range d.queues {
 		go func() {
-			err := q.source.Run(context.Background())
-			if err != nil {
+			if err := q.source.Run(context.Background()); err != nil {
 				log.Error("a job queue's source stopped", "queue", q.name, "error", err)
 			}
-			q.ran <- err
 		}()
 	}
 }
