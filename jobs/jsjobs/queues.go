@@ -35,7 +35,7 @@ import (
 // waiting there.
 
 // errNoQueue is a queue's name that names no queue.
-var errNoQueue = errors.New("no such queue: SetQueue or a process serving it (QueueSource) makes it")
+var errNoQueue = errors.New("no such queue: a queue exists once a process serves it or sets it")
 
 // queueCons is queue q's consumer, looked up once here: errNoQueue when
 // it does not exist.

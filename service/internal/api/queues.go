@@ -100,7 +100,8 @@ func (a *API) queueError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
 	case errors.Is(err, jobs.ErrNotFound):
-		a.fail(w, r, http.StatusNotFound, err.Error())
+		// Not jobs.ErrNotFound's words, which speak of a job.
+		a.fail(w, r, http.StatusNotFound, "no queue "+quoteShort(r.PathValue("name"))+": a queue exists once a crewd serves it (-job-queues)")
 	case errors.Is(err, jobs.ErrUnavailable), errors.Is(err, jobs.ErrFull):
 		a.unavailable(w, r, err)
 	default:

@@ -78,7 +78,7 @@ func TestQueuesThroughTheAPI(t *testing.T) {
 	if got.code != 200 || got.body["paused"] != false || len(store.paused) != 0 {
 		t.Fatalf("resume: %d %v (%v)", got.code, got.body, store.paused)
 	}
-	if got := f.do(t, "POST", "/v1/queues/nosuch/pause", ""); got.code != 404 {
+	if got := f.do(t, "POST", "/v1/queues/nosuch/pause", ""); got.code != 404 || got.body["error"] != `no queue "nosuch": a queue exists once a crewd serves it (-job-queues)` {
 		t.Fatalf("pause of a queue that does not exist: %d %v", got.code, got.body)
 	}
 	if got := f.do(t, "POST", "/v1/queues/a*b/pause", ""); got.code != 400 {
