@@ -76,6 +76,12 @@ type Spec struct {
 	// Queue is the queue the job waits in, run by the processes that
 	// serve it; "" is DefaultQueue.
 	Queue string `json:"queue,omitempty"`
+	// Submitter names who submitted the job, as the submitting program
+	// knows them (crewd: the name of the API token that did); "" for no
+	// one named. It travels beside the job, not in it: it is no part of
+	// the job's arguments, of a keyed submit's fingerprint or of the JSON
+	// a client sends, and a store keeps it in the job's record.
+	Submitter string `json:"-"`
 }
 
 // Record is a job as a client reads it.
@@ -84,6 +90,9 @@ type Record struct {
 	Kind  string `json:"kind"`
 	Queue string `json:"queue,omitempty"` // "" is DefaultQueue
 	State State  `json:"state"`
+	// Submitter is the Spec's: who submitted the job, when the submitter
+	// named them.
+	Submitter string `json:"submitter,omitempty"`
 	// Result is the kind's result as JSON, once the job succeeded;
 	// ResultOf decodes it.
 	Result  json.RawMessage `json:"result,omitempty"`

@@ -311,6 +311,7 @@ type Prepared struct {
 	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
 	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout, RunAt
+	Submitter   string    // the spec's, which travels beside Body
 	Run         func(ctx context.Context) (json.RawMessage, error)
 	given       []byte   // the spec as it was given, where Body is not (its time resolved)
 	delay       Duration // the spec's Delay, when RunAt was resolved from it
@@ -384,7 +385,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Timeout: timeout, MaxAttempts: spec.MaxAttempts, Run: run}
+	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Timeout: timeout, MaxAttempts: spec.MaxAttempts, Submitter: spec.Submitter, Run: run}
 	if job.MaxAttempts == 0 {
 		job.MaxAttempts = k.maxAttempts
 	}

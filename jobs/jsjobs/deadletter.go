@@ -60,6 +60,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		}
 		spec := *rec.Spec
 		spec.RunAt = time.Time{} // now
+		spec.Submitter = rec.Submitter // its first submitter's still
 		job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
 		if err != nil {
 			return rec, fmt.Errorf("job %s cannot run again: %w", id, err)

@@ -22,6 +22,7 @@ type delivery struct {
 	retries   int    // a Retry's message: the record's Retries once that Retry is recorded (0: not known)
 	seq       uint64 // the message's stream sequence (0: not known)
 	tickNext  string // a periodic job's tick: when its next is due (Nats-Schedule-Next)
+	submitter string // who submitted the job (Crew-Submitter), "" for no one named
 }
 
 // before reports whether d is a message of the job from before its latest

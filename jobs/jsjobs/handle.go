@@ -54,13 +54,14 @@ func (r *Runner) Handle(ctx context.Context, m *natsjs.Msg) error {
 	}
 	d.retryOf, _ = strconv.ParseUint(m.Raw().Headers().Get(headerRetryOf), 10, 64)
 	d.retries, _ = strconv.Atoi(m.Raw().Headers().Get(headerRetries))
+	d.submitter = m.Raw().Headers().Get(headerSubmitter)
 	return r.handle(ctx, d)
 }
 
 func (r *Runner) handle(ctx context.Context, d delivery) error {
 	what, id := r.layout.parse(d.subject)
 	if what == aTick {
-		return r.tick(ctx, id, d.data, d.seq, d.tickNext)
+		return r.tick(ctx, id, d)
 	}
 	if what != aJob || !jobs.ValidID(id) {
 		r.logWarn("not a job: acked without running", "subject", d.subject)

@@ -45,6 +45,10 @@ const (
 	headerCreated = "Crew-Created"
 	// headerPeriodic is, on a tick's job, its periodic's name.
 	headerPeriodic = "Crew-Periodic"
+	// headerSubmitter is who submitted the job (Spec.Submitter), on its
+	// message, a periodic job's schedule and its ticks' jobs: beside the
+	// spec, not in it, so a worker of a version without it runs the job.
+	headerSubmitter = "Crew-Submitter"
 
 	headerSchedule       = "Nats-Schedule"           // when: "@at <time>", "@every 1m" or a cron expression
 	headerScheduleTarget = "Nats-Schedule-Target"    // the subject the server publishes to

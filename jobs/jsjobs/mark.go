@@ -78,6 +78,9 @@ func (r *Runner) mark(ctx context.Context, d delivery, j decoded, first bool) ma
 		if j.spec != nil {
 			rec.Spec = j.spec
 		}
+		if d.submitter != "" {
+			rec.Submitter = d.submitter
+		}
 		rec.Queue = queueName(r.layout.queueOf(d.subject))
 		if j.kind != "" {
 			rec.Kind = j.kind

@@ -85,6 +85,9 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	msg := &nats.Msg{Subject: subj, Data: job.Body, Header: nats.Header{}}
 	msg.Header.Set(headerSchedule, p.Every)
 	msg.Header.Set(headerScheduleTarget, r.layout.tick(p.Name))
+	if job.Submitter != "" {
+		msg.Header.Set(headerSubmitter, job.Submitter) // the server copies it to each tick
+	}
 	if p.TimeZone != "" {
 		msg.Header.Set(headerScheduleZone, p.TimeZone)
 	}
@@ -157,15 +160,17 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 		}
 		p := jobs.Periodic{Name: name, Every: m.Header.Get(headerSchedule), TimeZone: m.Header.Get(headerScheduleZone)}
 		_ = json.Unmarshal(m.Data, &p.Spec)
+		p.Spec.Submitter = m.Header.Get(headerSubmitter)
 		ps = append(ps, p)
 	}
 	return ps, nil
 }
 
-// tick submits the job of a periodic job's tick (see above): the tick's
-// message data, at stream sequence seq, its next tick due at next; or
-// skips a tick whose next is past due.
-func (r *Runner) tick(ctx context.Context, name string, data []byte, seq uint64, next string) error {
+// tick submits the job of a periodic job's tick (see above): d, the
+// tick's message, its next tick due at d.tickNext; or skips a tick whose
+// next is past due. The job is the periodic's, submitted by its setter.
+func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
+	data, seq, next := d.data, d.seq, d.tickNext
 	if due, err := time.Parse(time.RFC3339Nano, next); err == nil && time.Since(due) > tickGrace {
 		r.instruments.ticked(false)
 		r.logWarn("a periodic job's tick skipped: its next was due", "periodic", name, "next", next)
@@ -179,6 +184,9 @@ func (r *Runner) tick(ctx context.Context, name string, data []byte, seq uint64,
 	_ = json.Unmarshal(data, &spec) // its queue found when it was set
 	msg := &nats.Msg{Subject: r.layout.in(spec.Queue, id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
+	if d.submitter != "" {
+		msg.Header.Set(headerSubmitter, d.submitter)
+	}
 	pctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	if _, err := natsotel.Publish(pctx, r.js, msg, jetstream.WithMsgID(id)); err != nil {

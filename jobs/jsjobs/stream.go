@@ -77,7 +77,8 @@ func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec) // a bad spec is still a job, failed at its run
 	q := r.layout.queueOf(m.Subject)
-	rec := jobs.Record{ID: id, Kind: spec.Kind, Queue: queueName(q), State: jobs.Queued, Created: created(m.Header, m.Time), Spec: &spec}
+	spec.Submitter = m.Header.Get(headerSubmitter)
+	rec := jobs.Record{ID: id, Kind: spec.Kind, Queue: queueName(q), State: jobs.Queued, Created: created(m.Header, m.Time), Submitter: spec.Submitter, Spec: &spec}
 	if r.delivered(ctx, q) >= m.Sequence {
 		// Delivered and not acked, and no record yet: taken by a runner,
 		// in its first run (which writes nothing before its end) or held
@@ -105,7 +106,8 @@ func (r *jobStream) scheduled(ctx context.Context, id string, last lastMsg) (job
 	}
 	var spec jobs.Spec
 	_ = json.Unmarshal(m.Data, &spec)
-	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time, Spec: &spec}
+	spec.Submitter = m.Header.Get(headerSubmitter)
+	rec := jobs.Record{ID: id, Kind: spec.Kind, State: jobs.Scheduled, Created: m.Time, Submitter: spec.Submitter, Spec: &spec}
 	if at, ok := strings.CutPrefix(m.Header.Get(headerSchedule), "@at "); ok {
 		rec.RunAt, _ = time.Parse(time.RFC3339Nano, at)
 	}
@@ -173,6 +175,9 @@ const deliveredEvery = 250 * time.Millisecond
 func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64, retries int) (dup bool, err error) {
 	msg := &nats.Msg{Subject: r.layout.in(job.Queue, id), Data: job.Body, Header: nats.Header{}}
 	msgID := id
+	if job.Submitter != "" {
+		msg.Header.Set(headerSubmitter, job.Submitter)
+	}
 	if retryOf != 0 {
 		msgID = id + ".retry." + strconv.FormatUint(retryOf, 10)
 		msg.Header.Set(headerRetryOf, strconv.FormatUint(retryOf, 10))

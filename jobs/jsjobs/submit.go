@@ -35,7 +35,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 
 // accepted is the record of a job just accepted: queued, or scheduled.
 func accepted(id, kind string, created time.Time, job jobs.Prepared) jobs.Record {
-	rec := jobs.Record{ID: id, Kind: kind, Queue: queueName(job.Queue), State: jobs.Queued, Created: created}
+	rec := jobs.Record{ID: id, Kind: kind, Queue: queueName(job.Queue), State: jobs.Queued, Created: created, Submitter: job.Submitter}
 	if !job.RunAt.IsZero() {
 		rec.State, rec.RunAt = jobs.Scheduled, job.RunAt
 	}

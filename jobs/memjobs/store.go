@@ -62,7 +62,7 @@ type run struct {
 
 // record is e's record at now. s.mu must be held.
 func (e *entry) record(now func() time.Time) (r jobs.Record) {
-	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries}
+	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries, Submitter: e.spec.Submitter}
 	r.Errors = slices.Clip(e.errors) // an append copies
 	// The spec, for a retry, in the record of an end without success.
 	defer func() {
