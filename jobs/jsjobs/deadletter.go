@@ -59,7 +59,7 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 			return rec, jobs.ErrNoSpec
 		}
 		spec := *rec.Spec
-		spec.RunAt = time.Time{} // now
+		spec.RunAt = time.Time{}       // now
 		spec.Submitter = rec.Submitter // its first submitter's still
 		job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
 		if err != nil {
