@@ -22,6 +22,7 @@ import (
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/service/internal/auth"
 	"github.com/crew-go/crew/service/internal/kinds"
 )
 
@@ -35,6 +36,11 @@ type API struct {
 	RetryAfter     time.Duration
 	Log            *slog.Logger
 	Metrics        *Metrics // may be nil
+
+	// Auth, if not nil, holds the tokens every /v1/ route asks for, each
+	// route a scope (see Handler); nil serves every caller, as crewd does
+	// on loopback without -api-tokens, or with -insecure-no-auth.
+	Auth *auth.File
 
 	// Ready, if not nil, says why the pod cannot take work now (its NATS
 	// connection is down): /readyz answers 503 with the reason meanwhile.
@@ -79,37 +85,29 @@ func (a *API) cutContext() context.Context {
 }
 
 // Handler returns the routes, with request ids, panic recovery, metrics
-// and a debug access log around them.
+// and a debug access log around them, and the token and scope each asks
+// for when Auth is set (access.go).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern string, methods map[string]http.HandlerFunc) {
+	route := func(pattern string, methods map[string]endpoint) {
 		allow := strings.Join(slices.Sorted(maps.Keys(methods)), ", ")
 		mux.Handle(pattern, a.wrap(pattern, func(w http.ResponseWriter, r *http.Request) {
-			h, ok := methods[r.Method]
-			if !ok && r.Method == http.MethodHead {
-				h, ok = methods[http.MethodGet]
-			}
-			if !ok {
-				w.Header().Set("Allow", allow)
-				a.fail(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; allowed: %s", r.Method, allow))
-				return
-			}
-			h(w, r)
+			a.serve(w, r, pattern, allow, methods)
 		}))
 	}
-	route("/v1/factorial", map[string]http.HandlerFunc{http.MethodPost: a.factorial})
-	route("/v1/jobs", map[string]http.HandlerFunc{http.MethodPost: a.postJob, http.MethodGet: a.listJobs})
+	route("/v1/factorial", map[string]endpoint{http.MethodPost: computes(a.factorial)})
+	route("/v1/jobs", map[string]endpoint{http.MethodPost: submits(a.postJob), http.MethodGet: reads(a.listJobs)})
 	// "counts" is no job id (jobs.ValidID): the literal route takes it.
-	route("/v1/jobs/counts", map[string]http.HandlerFunc{http.MethodGet: a.jobCounts})
-	route("/v1/jobs/{id}", map[string]http.HandlerFunc{http.MethodGet: a.getJob, http.MethodDelete: a.cancelJob})
-	route("/v1/jobs/{id}/retry", map[string]http.HandlerFunc{http.MethodPost: a.retryJob})
-	route("/v1/periodic", map[string]http.HandlerFunc{http.MethodGet: a.listPeriodic})
-	route("/v1/periodic/{name}", map[string]http.HandlerFunc{http.MethodGet: a.getPeriodic, http.MethodPut: a.putPeriodic, http.MethodDelete: a.deletePeriodic})
-	route("/v1/queues", map[string]http.HandlerFunc{http.MethodGet: a.listQueues})
-	route("/v1/queues/{name}/pause", map[string]http.HandlerFunc{http.MethodPost: a.pauseQueue})
-	route("/v1/queues/{name}/resume", map[string]http.HandlerFunc{http.MethodPost: a.resumeQueue})
-	route("/healthz", map[string]http.HandlerFunc{http.MethodGet: a.healthz})
-	route("/readyz", map[string]http.HandlerFunc{http.MethodGet: a.readyz})
+	route("/v1/jobs/counts", map[string]endpoint{http.MethodGet: reads(a.jobCounts)})
+	route("/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)})
+	route("/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)})
+	route("/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)})
+	route("/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)})
+	route("/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)})
+	route("/v1/queues/{name}/pause", map[string]endpoint{http.MethodPost: admins(a.pauseQueue)})
+	route("/v1/queues/{name}/resume", map[string]endpoint{http.MethodPost: admins(a.resumeQueue)})
+	route("/healthz", map[string]endpoint{http.MethodGet: probe(a.healthz)})
+	route("/readyz", map[string]endpoint{http.MethodGet: probe(a.readyz)})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+quoteShort(r.URL.Path))
 	}))
@@ -215,6 +213,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	spec.Submitter = submitter(r)
 	var (
 		rec      jobs.Record
 		replayed bool

@@ -74,6 +74,7 @@ func (a *API) putPeriodic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Spec = spec
+	p.Spec.Submitter = submitter(r)
 	changed, err := s.SetPeriodic(r.Context(), p)
 	var invalid *jobs.InvalidError
 	switch {
@@ -165,6 +166,9 @@ func periodicAnswer(p jobs.Periodic) map[string]any {
 	answer["name"], answer["every"], answer["kind"] = p.Name, p.Every, p.Spec.Kind
 	if p.TimeZone != "" {
 		answer["time_zone"] = p.TimeZone
+	}
+	if p.Spec.Submitter != "" {
+		answer["submitter"] = p.Spec.Submitter // who set it: its ticks' jobs are theirs
 	}
 	if p.Spec.Timeout != 0 {
 		answer["timeout"] = p.Spec.Timeout

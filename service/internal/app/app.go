@@ -18,6 +18,7 @@ import (
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/prom"
 	"github.com/crew-go/crew/service/internal/api"
+	"github.com/crew-go/crew/service/internal/auth"
 	"github.com/crew-go/crew/service/internal/config"
 	"github.com/crew-go/crew/service/internal/durable"
 	"github.com/crew-go/crew/service/internal/tracing"
@@ -49,6 +50,13 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level})))
+	var tokens *auth.File
+	if cfg.APITokens != "" {
+		if tokens, err = auth.Open(cfg.APITokens, log); err != nil {
+			fmt.Fprintf(errOut, "crewd: -api-tokens: %v\n", err)
+			return ExitConfig
+		}
+	}
 
 	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -76,7 +84,7 @@ func Main(args []string, getenv func(string) string, stop <-chan os.Signal, logO
 	if terminal(errOut) {
 		human = errOut
 	}
-	code := run(cfg, log, httpLn, adminLn, stop, errOut, human)
+	code := run(cfg, log, tokens, httpLn, adminLn, stop, errOut, human)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := stopTracing(ctx); err != nil {
@@ -106,7 +114,7 @@ func reachable(addr net.Addr) string {
 	return tcp.String()
 }
 
-func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut, human io.Writer) int {
+func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn net.Listener, stop <-chan os.Signal, errOut, human io.Writer) int {
 	gcPercent := tuneGC(os.Getenv)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -133,7 +141,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	a := &api.API{
 		Pool:       pool,
 		MaxNumbers: cfg.MaxNumbers, MaxBody: cfg.MaxBody, RequestTimeout: cfg.RequestTimeout, RetryAfter: cfg.RetryAfter,
-		Log: log, Metrics: api.NewMetrics(reg),
+		Log: log, Metrics: api.NewMetrics(reg), Auth: tokens,
 	}
 	// The jobs: through JetStream (the default), or in memory.
 	js, err := startJobs(cfg, log, pool)
@@ -159,6 +167,7 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 		"  curl %[1]s/v1/jobs/ID        (ID: the \"id\" the POST answered)\n"+
 		"Stop it with Ctrl-C, or kill %[4]d (with go run, crewd's pid, not go's).\n",
 		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where, os.Getpid())
+	fmt.Fprintln(human, access(cfg, tokens))
 
 	// Headers within ReadHeaderTimeout, bodies within the request timeout
 	// (the API sets the read deadline). Headers over
@@ -173,14 +182,14 @@ func run(cfg config.Config, log *slog.Logger, httpLn, adminLn net.Listener, stop
 	// mid-body does not hold the drain.
 	g := newGate(srv, httpLn)
 	srv.RegisterOnShutdown(a.CutBodies)
-	admin := &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second,
+	admin := &http.Server{Handler: adminMux(reg, cfg.PProf), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(g.listener()) }()
 	go func() { served <- admin.Serve(adminLn) }()
 	started := []any{"http", "http://" + httpLn.Addr().String(), "admin", "http://" + adminLn.Addr().String(),
 		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "gc_percent", gcPercent, "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
-		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where}
+		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where, "api_access", access(cfg, tokens), "pprof", cfg.PProf}
 	js.Run()
 	started = append(started, js.StartedArgs()...)
 	log.Info("crewd started", started...)
@@ -323,16 +332,33 @@ func quota() string {
 	return "none"
 }
 
-func adminMux(reg *prometheus.Registry) *http.ServeMux {
+// adminMux serves /metrics, and /debug/pprof/ when pprofOn (-pprof): a
+// profile shows what the process holds and runs, and a 30 s CPU profile
+// costs the pod, so it is served only when asked for, and never on the
+// API's port.
+func adminMux(reg *prometheus.Registry, pprofOn bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	// OpenMetrics on request (Prometheus asks for it when exemplar storage
 	// is on): the request histogram's exemplars carry trace ids.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/", api.NotFound())
 	return mux
+}
+
+// access says who may call the API, for the started line and a person.
+func access(cfg config.Config, tokens *auth.File) string {
+	switch {
+	case tokens != nil:
+		return fmt.Sprintf("bearer tokens of %s (%d now), a scope a route", tokens.Path(), tokens.Tokens().Len())
+	case cfg.InsecureNoAuth:
+		return "everyone, without tokens (-insecure-no-auth)"
+	}
+	return "this machine only, without tokens (no -api-tokens)"
 }

@@ -20,7 +20,11 @@ import (
 // CREW_ variable named after it (-shutdown-delay, CREW_SHUTDOWN_DELAY).
 type Config struct {
 	HTTPAddr  string // the API and the probes
-	AdminAddr string // /metrics and /debug/pprof/
+	AdminAddr string // /metrics, and /debug/pprof/ with PProf
+
+	APITokens      string // the token file the API asks its callers' tokens of; "" for none
+	InsecureNoAuth bool   // serve the API to every caller on any address, without tokens
+	PProf          bool   // serve /debug/pprof/ on the admin listener
 
 	Workers     int           // the pool's bound
 	Queue       int           // the pool's queue
@@ -78,7 +82,7 @@ func (c Config) Durable() bool { return c.NATSURL != NATSOff }
 // Kubernetes' default 30 s grace period.
 func Default() Config {
 	return Config{
-		HTTPAddr:        ":8080",
+		HTTPAddr:        LoopbackAddr, // AllAddr with -api-tokens or -insecure-no-auth
 		AdminAddr:       ":9090",
 		Workers:         runtime.GOMAXPROCS(0),
 		Queue:           crew.DefaultQueueSize,
@@ -121,8 +125,11 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str := func(p *string, name, help string) { fs.StringVar(p, name, *p, help+env(name)) }
 	num := func(p *int, name, help string) { fs.IntVar(p, name, *p, help+env(name)) }
 	dur := func(p *time.Duration, name, help string) { fs.DurationVar(p, name, *p, help+env(name)) }
-	str(&c.HTTPAddr, "http-addr", "address of the API and the probes (/healthz, /readyz)")
-	str(&c.AdminAddr, "admin-addr", "address of /metrics and /debug/pprof/")
+	str(&c.HTTPAddr, "http-addr", "address of the API and the probes (/healthz, /readyz); without -api-tokens, a loopback address only (default "+LoopbackAddr+"; "+AllAddr+" with -api-tokens or -insecure-no-auth)")
+	str(&c.AdminAddr, "admin-addr", "address of /metrics (and /debug/pprof/ with -pprof)")
+	str(&c.APITokens, "api-tokens", "the API's token file: a line a token, \"name sha256:<hex> scopes\" (crewd token new -h), read again when it changes; every /v1/ route then asks for a bearer token with its scope")
+	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "serve the API without tokens on any address: anyone who reaches it may submit, read and cancel every job"+env("insecure-no-auth"))
+	fs.BoolVar(&c.PProf, "pprof", false, "serve /debug/pprof/ on the admin listener (-admin-addr)"+env("pprof"))
 	fs.Var((*workers)(&c.Workers), "workers", "the pool's bound: task functions running at once, or \"quota\": the container's CPU quota rounded down, at least 1, for CPU-bound tasks under a quota below 1 CPU (default GOMAXPROCS, which follows the CPU quota rounded up, at least 2)"+env("workers"))
 	num(&c.Queue, "queue", "tasks that may wait for a worker; a full queue answers 503 with Retry-After")
 	dur(&c.IdleTimeout, "idle-timeout", "an idle worker exits after this")
@@ -169,6 +176,11 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	addrSet := getenv(envName("http-addr")) != ""
+	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "http-addr" })
+	if !addrSet && (c.APITokens != "" || c.InsecureNoAuth) {
+		c.HTTPAddr = AllAddr // every interface, once callers are asked for tokens (or told not to be)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -271,11 +283,25 @@ func ParseMode(s string) (crew.ShutdownMode, error) {
 	return 0, fmt.Errorf("shutdown mode %q: want drain-then-hard, drain, soft, soft-then-hard or hard", s)
 }
 
+// The API's address when -http-addr is not given: this machine only
+// (LoopbackAddr), or every interface (AllAddr) with -api-tokens or
+// -insecure-no-auth.
+const (
+	LoopbackAddr = "127.0.0.1:8080"
+	AllAddr      = ":8080"
+)
+
 // Validate reports the first setting out of range.
 func (c Config) Validate() error {
 	switch {
 	case c.HTTPAddr == "":
 		return errors.New("-http-addr: empty")
+	case c.APITokens != "" && c.InsecureNoAuth:
+		return errors.New("-insecure-no-auth with -api-tokens: choose one")
+	case c.APITokens == "" && !c.InsecureNoAuth && !Loopback(c.HTTPAddr):
+		return fmt.Errorf("-http-addr %s without -api-tokens: anyone who reaches it could submit, read and cancel every job. "+
+			"Make a token file (crewd token new -name me -scopes jobs:read,jobs:submit,jobs:admin -file tokens) and pass -api-tokens tokens, "+
+			"serve this machine only (-http-addr %s), or pass -insecure-no-auth to serve everyone", c.HTTPAddr, LoopbackAddr)
 	case c.AdminAddr == "":
 		return errors.New("-admin-addr: empty")
 	case c.Workers < 1:
@@ -424,4 +450,18 @@ func (c Config) Records() int {
 		return c.JobRecords
 	}
 	return MemoryJobRecords
+}
+
+// Loopback reports whether addr (host:port) serves this machine only: a
+// loopback IP or localhost; an empty host is every interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -21,7 +21,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTPAddr != ":8080" || c.AdminAddr != ":9090" || c.Workers != runtime.GOMAXPROCS(0) || c.ShutdownMode != crew.DrainThenHard {
+	if c.HTTPAddr != "127.0.0.1:8080" || c.AdminAddr != ":9090" || c.Workers != runtime.GOMAXPROCS(0) || c.ShutdownMode != crew.DrainThenHard {
 		t.Fatalf("defaults: %+v", c)
 	}
 	// The stop fits in Kubernetes' default grace period of 30 s.
@@ -170,11 +170,45 @@ func TestHelpListsEverySettingWithItsDefaultAndVariable(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("Parse(-h) = %v", err)
 	}
-	for _, want := range []string{"-http-addr", `(default ":8080")`, "CREW_HTTP_ADDR", "-admin-addr", "-workers", "CREW_WORKERS",
+	for _, want := range []string{"-http-addr", `(default "127.0.0.1:8080")`, "-api-tokens", "CREW_API_TOKENS", "-insecure-no-auth", "-pprof", "CREW_HTTP_ADDR", "-admin-addr", "-workers", "CREW_WORKERS",
 		"-queue", "-shutdown-delay", "(default 5s)", "-shutdown-timeout", "(default 25s)", "-shutdown-mode", `(default "drain-then-hard")`,
 		"-nats-url", "CREW_NATS_URL", "-data-dir", "CREW_DATA_DIR", `(default "crewd-data")`, "-nats-replicas", "CREW_NATS_REPLICAS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-h does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestSecureByDefault: without a token file the API serves loopback only,
+// and another address is refused with what to do, unless
+// -insecure-no-auth says to serve everyone; with one, every interface.
+func TestSecureByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		env     map[string]string
+		addr    string // "" for refused
+		refusal string
+	}{
+		{args: nil, addr: "127.0.0.1:8080"},
+		{args: []string{"-http-addr", "localhost:9999"}, addr: "localhost:9999"},
+		{args: []string{"-http-addr", "[::1]:80"}, addr: "[::1]:80"},
+		{args: []string{"-api-tokens", "t"}, addr: ":8080"},
+		{env: map[string]string{"CREW_API_TOKENS": "t"}, addr: ":8080"},
+		{args: []string{"-api-tokens", "t", "-http-addr", "10.0.0.1:8080"}, addr: "10.0.0.1:8080"},
+		{args: []string{"-insecure-no-auth"}, addr: ":8080"},
+		{env: map[string]string{"CREW_INSECURE_NO_AUTH": "true", "CREW_HTTP_ADDR": "0.0.0.0:1"}, addr: "0.0.0.0:1"},
+		{args: []string{"-http-addr", ":8080"}, refusal: "crewd token new"},
+		{env: map[string]string{"CREW_HTTP_ADDR": "0.0.0.0:8080"}, refusal: "-insecure-no-auth"},
+		{args: []string{"-http-addr", "example.com:80"}, refusal: "without -api-tokens"},
+		{args: []string{"-http-addr", "127.0.0.1.evil:80"}, refusal: "without -api-tokens"},
+		{args: []string{"-api-tokens", "t", "-insecure-no-auth"}, refusal: "choose one"},
+	} {
+		c, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
+		switch {
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%q %v: %v, want refused saying %q", tc.args, tc.env, err, tc.refusal)
+		case tc.refusal == "" && (err != nil || c.HTTPAddr != tc.addr):
+			t.Errorf("%q %v: %v, address %q, want %q", tc.args, tc.env, err, c.HTTPAddr, tc.addr)
 		}
 	}
 }
