@@ -593,6 +593,10 @@ func TestBadStartExitsTwo(t *testing.T) {
 		{args: []string{"-data-dir", filepath.Join(file, "sub")}, code: 2, says: "-data-dir " + filepath.Join(file, "sub")},
 		{args: []string{"-data-dir", busy}, code: 2, says: "in use by another process"},
 		{env: "CREW_NATS_URL=nats://" + closed.Addr().String(), code: 1, says: "-nats-url"},
+		{args: []string{"-http-addr", "0.0.0.0:0"}, code: 2, says: "without -api-tokens: anyone who reaches it could submit"},
+		{env: "CREW_HTTP_ADDR=:0", args: []string{"-http-addr", ":0"}, code: 2, says: "crewd token new"},
+		{args: []string{"-api-tokens", filepath.Join(file, "tokens")}, code: 2, says: "-api-tokens"},
+		{args: []string{"-api-tokens", badTokens(t)}, code: 2, says: "line 1: token ops: its hash must read sha256:"},
 	} {
 		args := append([]string{"-http-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
 		if !slices.Contains(args, "-data-dir") {

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/crew-go/crew/service/internal/auth"
 	"github.com/crew-go/crew/service/internal/load"
 )
 
@@ -33,10 +34,17 @@ func main() {
 	flag.StringVar(&o.Sleep, "sleep", "", "jobs mode: sleep jobs of durations spread over this range (5ms-20ms), in place of -job")
 	flag.BoolVar(&o.Wait, "wait", false, "jobs mode: wait for every accepted job to end, and report the rate they ended at")
 	flag.IntVar(&o.Workers, "workers", 0, "crewd's pool bound, for the ideal rate of -wait (workers / mean sleep)")
+	tokenFile := flag.String("token-file", "", "a file whose first line is crewd's API token (jobs:submit, and jobs:read for -wait); empty: $"+auth.TokenVar+", or none")
 	flag.Parse()
 	if o.Duration == 0 && o.Requests == 0 {
 		o.Duration = 10 * time.Second
 	}
+	token, err := auth.ClientToken(*tokenFile, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crewload: -token-file:", err)
+		os.Exit(2)
+	}
+	o.Token = token
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "crewload:", err)
 		os.Exit(2)

@@ -244,3 +244,71 @@ func TestAuditAndSubmitter(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensRotateUnderLoad: while clients call without pause, the token
+// file is replaced (as a Secret's volume is) 40 times, a token of its own
+// each time beside the one the clients hold: no call fails, and the last
+// file's token is taken within about a second, the one before refused.
+func TestTokensRotateUnderLoad(t *testing.T) {
+	f := newTokenFixture(t)
+	base, err := os.ReadFile(f.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	calls, failed := 0, []string{}
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, _, body := f.call(t, "GET", "/v1/jobs/counts", "", "Bearer "+f.tokens["read"])
+				mu.Lock()
+				calls++
+				if code != 200 {
+					failed = append(failed, fmt.Sprint(code, " ", body))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	var last, before string
+	for i := range 40 {
+		token, line, err := auth.New(fmt.Sprintf("rotated-%d", i), "jobs:read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := f.file + ".new"
+		if err := os.WriteFile(tmp, append(append([]byte{}, base...), line+"\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, f.file); err != nil {
+			t.Fatal(err)
+		}
+		before, last = last, token
+		time.Sleep(50 * time.Millisecond) // the pace of the rotations, not an assertion
+	}
+	deadline := time.Now().Add(auth.CheckEvery + 2*time.Second)
+	for {
+		code, _, _ := f.call(t, "GET", "/v1/jobs/counts", "", "Bearer "+last)
+		old, _, _ := f.call(t, "GET", "/v1/jobs/counts", "", "Bearer "+before)
+		if code == 200 && old == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the last token answers %d, the one before %d, %v after the last rotation: want 200 and 401", code, old, auth.CheckEvery+2*time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if len(failed) > 0 || calls < 100 {
+		t.Fatalf("%d calls, %d failed during the rotations: %v", calls, len(failed), failed[:min(len(failed), 5)])
+	}
+	t.Logf("%d calls through 40 rotations, none failed", calls)
+}

@@ -30,6 +30,9 @@ type Options struct {
 	Wait bool
 	// Workers is crewd's pool bound, for the ideal completion rate (Wait).
 	Workers int
+	// Token is the API token every request sends ("" for none): its scopes
+	// must cover the mode (jobs:submit, and jobs:read to wait or count).
+	Token string
 }
 
 // Validate reports the first bad option.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/crew-go/crew/service/internal/auth"
 )
 
 // Run sends the load and returns the report. ctx ends it early.
@@ -66,7 +68,7 @@ func newRun(o Options) *run {
 	r := &run{
 		o:        o,
 		requests: newRequests(o),
-		client:   &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}},
+		client:   &http.Client{Timeout: 30 * time.Second, Transport: &auth.Transport{Base: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}, Token: o.Token}},
 		status:   map[int]int{},
 		errs:     map[string]int{},
 	}

@@ -14,8 +14,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/crew-go/crew/service/internal/auth"
 )
 
 // Exit codes: 0 the job succeeded, 1 it did not (refused, failed, or not
@@ -26,14 +29,15 @@ const (
 	ExitUsage = 2
 )
 
-// Run is `crewd probe [-timeout D] [-job JSON] URL`.
+// Run is `crewd probe [-timeout D] [-job JSON] [-token-file F] URL`.
 func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crewd probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", time.Minute, "how long the whole probe may take")
 	job := fs.String("job", `{"kind":"sleep","duration":"100ms"}`, "the job to post (POST URL/v1/jobs)")
+	tokenFile := fs.String("token-file", "", "a file whose first line is the API token to send (with jobs:submit and jobs:read); empty: $"+auth.TokenVar+", or none")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: crewd probe [-timeout D] [-job JSON] URL\n\nPosts a job to crewd at URL (e.g. http://crewd.crewd.svc) and waits until it has succeeded; exit 0 if it did, 1 if not.")
+		fmt.Fprintln(stderr, "usage: crewd probe [-timeout D] [-job JSON] [-token-file F] URL\n\nPosts a job to crewd at URL (e.g. http://crewd.crewd.svc) and waits until it has succeeded; exit 0 if it did, 1 if not.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +57,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	client := &http.Client{Timeout: 10 * time.Second}
+	token, err := auth.ClientToken(*tokenFile, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "crewd probe: -token-file: %v\n", err)
+		return ExitUsage
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &auth.Transport{Token: token}}
 	if err := probe(ctx, client, base, []byte(*job), stdout); err != nil {
 		fmt.Fprintf(stderr, "crewd probe: %v\n", err)
 		return ExitFail

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,5 +77,39 @@ func TestProbeNoServer(t *testing.T) {
 	var out, errb bytes.Buffer
 	if got := Run([]string{"-timeout", "1500ms", url}, &out, &errb); got != ExitFail || !strings.Contains(errb.String(), "POST") {
 		t.Fatalf("exit %d; stderr %q", got, errb.String())
+	}
+}
+
+// TestProbeSendsItsToken: the probe sends the token of -token-file, or of
+// CREW_API_TOKEN, on each request; a crewd that asks for one refuses the
+// probe without it at once (a 401 is not waited out).
+func TestProbeSendsItsToken(t *testing.T) {
+	const token = "crew_probe-token"
+	inner := fakeCrewd(t, 202, "succeeded")
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":"a token is required"}`)
+			return
+		}
+		inner.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if got := Run([]string{"-timeout", "5s", "-token-file", file, s.URL}, &out, &errb); got != ExitOK {
+		t.Fatalf("-token-file: exit %d, %s", got, errb.String())
+	}
+	t.Setenv("CREW_API_TOKEN", token)
+	if got := Run([]string{"-timeout", "5s", s.URL}, &out, &errb); got != ExitOK {
+		t.Fatalf("CREW_API_TOKEN: exit %d, %s", got, errb.String())
+	}
+	t.Setenv("CREW_API_TOKEN", "")
+	errb.Reset()
+	if got := Run([]string{"-timeout", "5s", s.URL}, &out, &errb); got != ExitFail || !strings.Contains(errb.String(), "401") {
+		t.Fatalf("no token: exit %d, %s; want 1 saying 401", got, errb.String())
 	}
 }
