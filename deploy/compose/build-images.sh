@@ -11,6 +11,8 @@
 # and rebuilt only when their pin changes (nats-server's version in
 # ../install-tools.sh, the builder manifest): about 45 s and 2 minutes when
 # built.
+# Makes secrets/token and secrets/tokens (the API's token and its hash) the
+# first time, with the crewd image just built.
 # Usage: deploy/compose/build-images.sh [CREWD_TAG [NATS_TAG [OTELCOL_TAG]]]
 #        (default crewd:dev crew-nats:dev crew-otelcol:dev, the compose
 #        file's defaults; a tag "-" skips that image)
@@ -69,5 +71,16 @@ if [ "$otelcol_tag" != - ]; then
 fi
 if [ "$crewd_tag" != - ]; then
   ../../service/scripts/build-image.sh "$crewd_tag" >/dev/null
+  # The API's token for compose.yaml, made once by the image itself: the
+  # token in secrets/token (its owner's only), its hash in secrets/tokens,
+  # which crewd's user reads.
+  if [ ! -s secrets/tokens ]; then
+    mkdir -p secrets
+    new="$(docker run --rm "$crewd_tag" token new -name compose -scopes jobs:read,jobs:submit,jobs:admin 2>/dev/null)"
+    (umask 077 && sed -n 1p <<<"$new" >secrets/token)
+    sed -n 2p <<<"$new" >secrets/tokens
+    chmod 0644 secrets/tokens
+    echo "build-images: the API's token is in $(pwd)/secrets/token" >&2
+  fi
 fi
 echo "$crewd_tag $nats_tag $otelcol_tag"

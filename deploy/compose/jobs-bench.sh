@@ -79,7 +79,7 @@ up() {
   done
   monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
   if [ "$warmup" -gt 0 ]; then
-    "$tmp/crewload" -url "$url" -mode jobs -requests "$warmup" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 >/dev/null
+    "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$warmup" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 >/dev/null
   fi
 }
 # The replicated writes a job, from nats1's monitor: the messages the jobs'
@@ -120,7 +120,7 @@ measure() {
   echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
   cpu_times >"$tmp/cpu0"
-  "$tmp/crewload" -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 |
+  "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 |
     awk -v p="${label:+$label: }" '{print p $0}'
   sleep 1 # the last acks reach the monitor
   read -r m1 a1 < <(counters)

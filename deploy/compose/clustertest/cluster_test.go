@@ -81,7 +81,7 @@ func TestCluster(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	transport := &http.Transport{MaxIdleConnsPerHost: 32}
-	client := &http.Client{Transport: transport}
+	client := &http.Client{Transport: bearer{transport}}
 	defer transport.CloseIdleConnections()
 
 	cl := up(ctx, t, set, client)
@@ -149,7 +149,26 @@ func up(ctx context.Context, t *testing.T, set settings, client *http.Client) *c
 	}
 	cl.leader = waitStreams(ctx, t, client, cl.monitor, 60*time.Second)
 	phase(t, fmt.Sprintf("cluster up, stream %s R3 led by %s", stream, cl.leader), t0)
+	refusesWithoutToken(ctx, t, cl.reps.url(crewds[0], ""))
 	return cl
+}
+
+// refusesWithoutToken: the API as compose serves it answers 401 to a job
+// without a token (the one every request of the test sends).
+func refusesWithoutToken(ctx context.Context, t *testing.T, api string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/jobs", strings.NewReader(`{"kind":"sleep","duration":"1ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a job without a token: %d, want 401", resp.StatusCode)
+	}
 }
 
 // The images the tests run, built from the tree (crewd's unless

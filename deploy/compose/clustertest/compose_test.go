@@ -55,6 +55,7 @@ func newCompose(t *testing.T, crewdImage, natsImage, otelcolImage string, env ..
 		"OTELCOL_PORT"} {
 		c.env = append(c.env, v+"=") // empty: any free port
 	}
+	c.env = append(c.env, "CREW_API_TOKENS_FILE="+tokenFile(t))
 	c.env = append(c.env, env...)
 	t.Cleanup(c.down)
 	return c

@@ -36,7 +36,7 @@ func TestTrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	transport := &http.Transport{}
-	client := &http.Client{Transport: transport}
+	client := &http.Client{Transport: bearer{transport}}
 	defer transport.CloseIdleConnections()
 
 	t0 := time.Now()
