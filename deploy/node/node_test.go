@@ -97,7 +97,7 @@ func begin(t *testing.T, d time.Duration, why string, also ...string) (settings,
 	t.Cleanup(cancel)
 	transport := &http.Transport{MaxIdleConnsPerHost: 32}
 	t.Cleanup(transport.CloseIdleConnections)
-	return set, ctx, &http.Client{Transport: transport}
+	return set, ctx, &http.Client{Transport: bearer{transport}}
 }
 
 const nodeTestSkip = "the node test runs with CREW_NODE_TEST=1 (deploy/node/node-test.sh): it needs node.sh's cluster and a few minutes"
@@ -160,6 +160,7 @@ func TestNodeKustomize(t *testing.T) {
 		t.Fatal(err)
 	}
 	createNamespace(ctx, t)
+	makeTokenSecret(ctx, t)
 	if out, err := kube(ctx, "apply", "-k", dir); err != nil {
 		t.Fatalf("kubectl apply -k (overlays/prod): %v\n%s", err, out)
 	}
@@ -295,6 +296,7 @@ func readyN(ctx context.Context, t *testing.T, client *http.Client, t0 time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
+	useTokenSecret(ctx, t, "http://"+ip)
 	return &nodeTest{client: client, svc: "http://" + ip}
 }
 

@@ -152,7 +152,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.LogLevel, "log-level", "debug, info, warn or error")
 	str(&c.NATSURL, "nats-url", "NATS servers for the jobs' JetStream stream (nats://host:4222, comma-separated); empty: an embedded server with its store in -data-dir; \"off\": jobs in memory, lost with the process")
 	str(&c.DataDir, "data-dir", "the embedded NATS server's JetStream store (with an empty -nats-url)")
-	str(&c.NATSListen, "nats-listen", "host:port where the embedded server also serves NATS clients (the nats CLI, another crewd); empty: in-process only")
+	str(&c.NATSListen, "nats-listen", "host:port where the embedded server also serves NATS clients (the nats CLI, another crewd); a loopback address unless -insecure-no-auth (it asks its clients for no credentials); empty: in-process only")
 	str(&c.NATSStream, "nats-stream", "the jobs' stream, subjects <stream>.>; created if missing")
 	str(&c.NATSConsumer, "nats-consumer", "the durable pull consumer the crewd replicas share; created if missing")
 	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-store-bytes")
@@ -374,6 +374,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("-nats-listen %q: %v", c.NATSListen, err)
 		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 			return fmt.Errorf("-nats-listen %q: bad port", c.NATSListen)
+		}
+		if !Loopback(c.NATSListen) && !c.InsecureNoAuth {
+			// The embedded server asks its clients for nothing: on another
+			// address anyone who reaches it could purge the jobs' stream.
+			return fmt.Errorf("-nats-listen %s: the embedded NATS server asks its clients for no credentials; serve this machine only (127.0.0.1:4222), run a NATS with users for other hosts (-nats-url, -nats-creds), or pass -insecure-no-auth", c.NATSListen)
 		}
 	}
 	return nil

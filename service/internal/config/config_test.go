@@ -202,6 +202,10 @@ func TestSecureByDefault(t *testing.T) {
 		{args: []string{"-http-addr", "example.com:80"}, refusal: "without -api-tokens"},
 		{args: []string{"-http-addr", "127.0.0.1.evil:80"}, refusal: "without -api-tokens"},
 		{args: []string{"-api-tokens", "t", "-insecure-no-auth"}, refusal: "choose one"},
+		{args: []string{"-nats-listen", ":4222"}, refusal: "asks its clients for no credentials"},
+		{args: []string{"-api-tokens", "t", "-nats-listen", "0.0.0.0:4222"}, refusal: "asks its clients for no credentials"},
+		{args: []string{"-nats-listen", "127.0.0.1:4222"}, addr: "127.0.0.1:8080"},
+		{args: []string{"-insecure-no-auth", "-nats-listen", ":4222"}, addr: ":8080"},
 	} {
 		c, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
 		switch {

@@ -94,6 +94,9 @@ from the Deployment, so every render runs it.
 */}}
 {{- define "crewd.validate" -}}
 {{- $a := .Values.autoscaling }}
+{{- if and .Values.crewd.auth.existingSecret .Values.crewd.auth.insecureNoAuth }}
+{{- fail "crewd.auth.existingSecret with crewd.auth.insecureNoAuth: the API either asks for the Secret's tokens or serves everyone. Choose one." }}
+{{- end }}
 {{- if and $a.hpa.enabled $a.keda.enabled }}
 {{- fail "autoscaling.hpa.enabled and autoscaling.keda.enabled are both true: KEDA creates and owns its own HPA for the Deployment, and two autoscalers would fight over the replica count. Enable one of them." }}
 {{- end }}
@@ -198,4 +201,11 @@ taken once per stream: every pod reports the same lag.
 {{/* Where KEDA's nats-jetstream trigger reads the lag. */}}
 {{- define "crewd.natsMonitoringEndpoint" -}}
 {{- .Values.autoscaling.keda.natsJetStream.natsServerMonitoringEndpoint | default (printf "%s-headless.%s.svc.cluster.local:8222" (include "crewd.natsName" .) .Release.Namespace) }}
+{{- end }}
+
+{{/* The Secret of the API's tokens: the user's, or the chart's. "" with insecureNoAuth. */}}
+{{- define "crewd.authSecret" -}}
+{{- if not .Values.crewd.auth.insecureNoAuth -}}
+{{- .Values.crewd.auth.existingSecret | default (printf "%s-api-tokens" (include "crewd.fullname" .) | trunc 63 | trimSuffix "-") -}}
+{{- end -}}
 {{- end }}
