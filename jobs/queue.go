@@ -57,6 +57,11 @@ type QueueInfo struct {
 	Waiting int  `json:"waiting"` // jobs waiting to be delivered (its backlog)
 	Taken   int  `json:"taken"`   // jobs delivered and not yet settled: running, or held for a free worker
 	Paused  bool `json:"paused"`
+	// OldestWaiting is when the queue's oldest waiting job became due
+	// (its submit, or its time for a job due later), zero when none
+	// waits: how long the backlog has held work, which its length alone
+	// does not say.
+	OldestWaiting time.Time `json:"oldest_waiting,omitzero"`
 }
 
 // Queuer is a Runner with named queues whose settings and pauses hold

@@ -1,6 +1,8 @@
 package jsjobs
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -36,6 +38,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.in.queueJobs
 	ch <- c.in.queueLimit
 	ch <- c.in.queuePaused
+	ch <- c.in.queueOldest
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
 		v.Describe(ch)
 	}
@@ -60,5 +63,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.in.queuePaused, prometheus.GaugeValue, paused, q.Name)
+		age := 0.0
+		if !q.OldestWaiting.IsZero() {
+			age = max(time.Since(q.OldestWaiting).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(c.in.queueOldest, prometheus.GaugeValue, age, q.Name)
 	}
 }

@@ -23,7 +23,7 @@ type instruments struct {
 	runs                               *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
 	cancels, backoffs, reruns, ticks   *prometheus.CounterVec
 	storeUp, storeHandBacks            *prometheus.Desc
-	queueJobs, queueLimit, queuePaused *prometheus.Desc
+	queueJobs, queueLimit, queuePaused, queueOldest *prometheus.Desc
 	queues                             queueGauges // the queues as these export them
 
 	id, kind, attempt, outcome attribute.Key // of a run's span
@@ -76,6 +76,8 @@ func newInstruments(ns string) *instruments {
 			"A queue's bound on its jobs running at once across every process; 0: none.", []string{"queue"}, nil),
 		queuePaused: prometheus.NewDesc(ns+"_queue_paused",
 			"1 while a queue is paused for every process, else 0.", []string{"queue"}, nil),
+		queueOldest: prometheus.NewDesc(ns+"_queue_oldest_waiting_seconds",
+			"How long a queue's oldest waiting job has waited since it was due (0: none waits); the same on every process.", []string{"queue"}, nil),
 		id:      attribute.Key(ns + ".job.id"),
 		kind:    attribute.Key(ns + ".job.kind"),
 		attempt: attribute.Key(ns + ".job.attempt"),

@@ -228,6 +228,9 @@ func (r *Runner) Queues(ctx context.Context) ([]jobs.QueueInfo, error) {
 		if ci.Config.MaxAckPending > 0 && name != jobs.DefaultQueue {
 			qi.Limit = ci.Config.MaxAckPending
 		}
+		if qi.Waiting > 0 {
+			qi.OldestWaiting = r.oldestWaiting(ctx, name, ci.Delivered.Stream)
+		}
 		out = append(out, qi)
 	}
 	if err := infos.Err(); err != nil {
@@ -245,4 +248,20 @@ func (r *Runner) Queues(ctx context.Context) ([]jobs.QueueInfo, error) {
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out, nil
+}
+
+// oldestWaiting is when queue q's oldest waiting job was published (a job
+// due later: at its time), read as the first of q's messages after the
+// stream sequence its consumer has delivered up to: one request. Zero
+// when it cannot be read (the queue's length still says there is work).
+func (r *Runner) oldestWaiting(ctx context.Context, q string, delivered uint64) time.Time {
+	subject := r.layout.stream + ".*" // the default queue's jobs (its ticks aside)
+	if q != jobs.DefaultQueue {
+		subject = r.layout.queueJobs(q)
+	}
+	m, err := r.store.jobs.GetMsg(ctx, delivered+1, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return time.Time{}
+	}
+	return m.Time
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/crew-go/crew/jobs/jsjobs"
 	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inQueue is spec in queue q.
@@ -217,6 +218,7 @@ func TestQueuePauseHoldsEveryProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
+	first := time.Now()
 	for range 10 {
 		ids = append(ids, submit(t, runners[2], hold(10*time.Millisecond, "reports")).ID)
 	}
@@ -237,11 +239,49 @@ func TestQueuePauseHoldsEveryProcess(t *testing.T) {
 	if !reports.Paused || reports.Waiting != 10 || reports.Limit != 5 {
 		t.Fatalf("a paused queue with 10 jobs reads %+v", reports)
 	}
+	// Its oldest waiting job is the first submitted, 3 s ago.
+	if d := reports.OldestWaiting.Sub(first); d < -time.Second || d > time.Second || time.Since(reports.OldestWaiting) < 3*time.Second {
+		t.Fatalf("the oldest waiting job reads %v, the first was submitted at %v", reports.OldestWaiting, first)
+	}
+	// The metrics say as much, read in the background at most every 5 s.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(runners[0].Collector())
+	want := map[string]func(float64) bool{
+		`crew_queue_jobs{queue="reports",state="waiting"}`:   func(v float64) bool { return v == 10 },
+		`crew_queue_paused{queue="reports"}`:                 func(v float64) bool { return v == 1 },
+		`crew_queue_limit{queue="reports"}`:                  func(v float64) bool { return v == 5 },
+		`crew_queue_oldest_waiting_seconds{queue="reports"}`: func(v float64) bool { return v >= 3 && v < 30 },
+		`crew_queue_oldest_waiting_seconds{queue="default"}`: func(v float64) bool { return v == 0 },
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got := gathered(t, reg)
+		missing := ""
+		for series, ok := range want {
+			if v, found := got[series]; !found || !ok(v) {
+				missing += fmt.Sprintf(" %s=%v", series, v)
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queues' metrics after 10 s:%s", missing)
+		}
+	}
 	if err := runners[0].ResumeQueue(ctx, "reports"); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
 		eventually(t, runners[0], id, jobs.Succeeded)
+	}
+	qs, err = runners[0].Queues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Name == "reports" && (!q.OldestWaiting.IsZero() || q.Waiting != 0) {
+			t.Fatalf("a queue whose jobs all ran reads %+v: want no oldest waiting", q)
+		}
 	}
 	if n := h.ran.Load(); n != 10 {
 		t.Fatalf("%d runs of 10 jobs after the resume", n)
@@ -361,4 +401,31 @@ func TestQueuesAfterAnUpgrade(t *testing.T) {
 	b := submit(t, r, inQueue(jobstest.Factorial(3), "other"))
 	eventually(t, r, a.ID, jobs.Succeeded)
 	eventually(t, r, b.ID, jobs.Succeeded)
+}
+
+// gathered is every gauge of reg as "name{label="value",...}" to its value,
+// labels in name order.
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			name := mf.GetName()
+			if len(labels) > 0 {
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			if g := m.GetGauge(); g != nil {
+				out[name] = g.GetValue()
+			}
+		}
+	}
+	return out
 }
