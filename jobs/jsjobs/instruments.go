@@ -20,11 +20,11 @@ import (
 // program shows its own name on its dashboards. Each event of a job is
 // one method here, which counts it everywhere it is counted.
 type instruments struct {
-	runs                               *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
-	cancels, backoffs, reruns, ticks   *prometheus.CounterVec
-	storeUp, storeHandBacks            *prometheus.Desc
+	runs                                            *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
+	cancels, backoffs, reruns, ticks                *prometheus.CounterVec
+	storeUp, storeHandBacks                         *prometheus.Desc
 	queueJobs, queueLimit, queuePaused, queueOldest *prometheus.Desc
-	queues                             queueGauges // the queues as these export them
+	queues                                          queueGauges // the queues as these export them
 
 	id, kind, attempt, outcome attribute.Key // of a run's span
 

@@ -1,0 +1,37 @@
+package jsjobs
+
+// Permissions are the NATS subjects a Runner publishes and subscribes to,
+// for a NATS user that runs crew's jobs and may do nothing else (a
+// server's authorization block grants them): its stream's and its
+// bucket's subjects and the JetStream API calls on those two streams that
+// it makes (their info, creation and update, messages read, deleted and
+// purged by subject, their consumers made, read, paused and pulled from,
+// acks), the cancels, and replies on its inboxes. Not another stream's,
+// not a stream's deletion, not the server's or the system account's.
+type Permissions struct {
+	Publish, Subscribe []string
+}
+
+// PermissionsFor are the permissions of the Runners of stream and bucket
+// (Config.Stream and Config.Bucket) under the JetStream API's default
+// prefix ($JS.API, no domain).
+func PermissionsFor(stream, bucket string) Permissions {
+	l := layout{stream: stream, bucket: bucket}
+	kv := "KV_" + bucket
+	pub := []string{
+		l.jobs(),             // jobs, ticks, queues' jobs
+		stream + "-at.>",     // jobs due later, periodic schedules
+		stream + "-cancel.>", // cancels
+		l.record(">"),        // records, idempotency keys
+		"$JS.API.INFO",       // the account's JetStream
+	}
+	for _, s := range []string{stream, kv} {
+		pub = append(pub,
+			"$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s,
+			"$JS.API.STREAM.MSG.GET."+s, "$JS.API.STREAM.MSG.DELETE."+s, "$JS.API.STREAM.PURGE."+s,
+			"$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>",
+			"$JS.API.CONSUMER.*."+s, "$JS.API.CONSUMER.*."+s+".>", "$JS.API.CONSUMER.*.*."+s+".>",
+			"$JS.ACK."+s+".>", "$JS.FC."+s+".>")
+	}
+	return Permissions{Publish: pub, Subscribe: []string{"_INBOX.>", stream + "-cancel.>"}}
+}
