@@ -242,9 +242,14 @@ step "3. parity: helm renders = kustomize builds"
 # not compared (Helm adds its own). Env lists are compared sorted by name: a
 # kustomize patch of one variable moves it to the front, which changes
 # nothing for crewd (no $(VAR) references). The chart's helm test hooks
-# (its probe Pod and that Pod's NetworkPolicy) are the chart's alone.
+# (its probe Pod and that Pod's NetworkPolicy) are the chart's alone, and
+# so is the Secret of the API's tokens, which the chart makes (a token
+# generated at install) and the base's operator makes (deploy/README.md,
+# "API tokens"): both mount it alike, which the Deployments' specs compare.
 canon() {
-  docs "$1" | jq -s -S 'map(select(.metadata.annotations["helm.sh/hook"] == null)) | map({key: "\(.kind)/\(.metadata.name)",
+  docs "$1" | jq -s -S 'map(select(.metadata.annotations["helm.sh/hook"] == null))
+    | map(select(.kind != "Secret" or (.metadata.name | endswith("-api-tokens") | not)))
+    | map({key: "\(.kind)/\(.metadata.name)",
     value: {spec, automountServiceAccountToken, data}}) | from_entries
     | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
 }

@@ -47,17 +47,20 @@ type Config struct {
 
 	LogLevel string // debug, info, warn, error
 
-	NATSURL        string        // "" for the embedded server, "off" for jobs in memory, else the servers to dial
-	DataDir        string        // the embedded server's JetStream store
-	NATSListen     string        // the embedded server's TCP address; "" for none (in-process only)
-	NATSStream     string        // the jobs' stream; its subjects are <stream>.>
-	NATSConsumer   string        // the durable pull consumer every crewd shares
-	NATSBucket     string        // the key-value bucket of job records
-	NATSAckWait    time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
-	NATSReplicas   int           // replicas of the stream and the bucket when crewd creates them
-	NATSCreds      string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
-	JobMaxAttempts int           // runs of one durable job, retries included, unless the job asks for another bound
-	JobQueues      []JobQueue    // the named job queues this crewd serves besides the default one
+	NATSURL          string        // "" for the embedded server, "off" for jobs in memory, else the servers to dial
+	DataDir          string        // the embedded server's JetStream store
+	NATSListen       string        // the embedded server's TCP address; "" for none (in-process only)
+	NATSStream       string        // the jobs' stream; its subjects are <stream>.>
+	NATSConsumer     string        // the durable pull consumer every crewd shares
+	NATSBucket       string        // the key-value bucket of job records
+	NATSAckWait      time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
+	NATSReplicas     int           // replicas of the stream and the bucket when crewd creates them
+	NATSCreds        string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
+	NATSUser         string        // a user of a shared NATS, with NATSPasswordFile; "" for none
+	NATSPasswordFile string        // the file of NATSUser's password
+	NATSCA           string        // the CA file a shared NATS's TLS certificates are checked against; "" for the system's
+	JobMaxAttempts   int           // runs of one durable job, retries included, unless the job asks for another bound
+	JobQueues        []JobQueue    // the named job queues this crewd serves besides the default one
 }
 
 // JobQueue is a named job queue a crewd serves (-job-queues): Workers of
@@ -158,6 +161,9 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSBucket, "nats-bucket", "the key-value bucket of job records; created if missing, with -job-store-bytes")
 	dur(&c.NATSAckWait, "nats-ack-wait", "a job delivered to a crewd that stops answering for it (killed) is redelivered after this")
 	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
+	str(&c.NATSUser, "nats-user", "a user to authenticate to the servers of -nats-url, with -nats-password-file")
+	str(&c.NATSPasswordFile, "nats-password-file", "the file of -nats-user's password (its first line), read at every connect: a rotated password is taken at the next reconnect")
+	str(&c.NATSCA, "nats-ca", "a PEM file of the authority the servers' TLS certificates are checked against (-nats-url tls://...); empty: the system's")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers and at most a limit of its jobs running at once across every crewd: name=workers[/limit],... (\"email=4,partner=2/3\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
 	num(&c.JobMaxAttempts, "job-max-attempts", "through JetStream, the runs of one job, its retries after a failure or a timeout (with exponential backoff) and its reruns after a crash included, unless the job's \"max_attempts\" says otherwise (1 to 1000)")
@@ -361,6 +367,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-replicas %d: want 1 to 5", c.NATSReplicas)
 	case c.NATSCreds != "" && (c.Embedded() || !c.Durable()):
 		return fmt.Errorf("-nats-creds %s: for the servers of -nats-url; the embedded server needs none", c.NATSCreds)
+	case (c.NATSUser != "" || c.NATSPasswordFile != "" || c.NATSCA != "") && c.Embedded():
+		return errors.New("-nats-user, -nats-password-file and -nats-ca are for the servers of -nats-url; the embedded server needs none")
+	case (c.NATSUser == "") != (c.NATSPasswordFile == ""):
+		return errors.New("-nats-user and -nats-password-file: give both, or neither")
+	case c.NATSUser != "" && c.NATSCreds != "":
+		return errors.New("-nats-user with -nats-creds: authenticate one way")
 	case c.Embedded() && c.NATSReplicas != 1:
 		return fmt.Errorf("-nats-replicas %d: the embedded server is one server: want 1, or set -nats-url to a JetStream cluster", c.NATSReplicas)
 	case c.JobMaxAttempts < 1 || c.JobMaxAttempts > 1000:

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,8 +30,15 @@ import (
 // Settings say where the jobs go: which NATS servers, or the embedded
 // one, and the stream, consumer and bucket (Config).
 type Settings struct {
-	URL     string // the NATS servers (comma-separated); "" for an embedded server
-	Creds   string // a credentials file for URL's servers; "" for none
+	URL   string // the NATS servers (comma-separated); "" for an embedded server
+	Creds string // a credentials file for URL's servers; "" for none
+	// User and PasswordFile, if set, authenticate to URL's servers; the
+	// file is read at every connect, so a rotated password is taken at
+	// the next reconnect.
+	User, PasswordFile string
+	// CA, if set, is the PEM file of the authority URL's servers' TLS
+	// certificates are checked against.
+	CA      string
 	DataDir string // the embedded server's JetStream store
 	Listen  string // where the embedded server also serves clients; "" for in-process only
 	jsjobs.Config
@@ -133,6 +142,19 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 			nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
 		if set.Creds != "" {
 			opts = append(opts, nats.UserCredentials(set.Creds))
+		}
+		if set.User != "" {
+			user, file := set.User, set.PasswordFile
+			opts = append(opts, nats.UserInfoHandler(func() (string, string) {
+				password, err := readPassword(file)
+				if err != nil {
+					log.Error("NATS password: the connection will be refused", "file", file, "error", err)
+				}
+				return user, password
+			}))
+		}
+		if set.CA != "" {
+			opts = append(opts, nats.RootCAs(set.CA))
 		}
 		d.nc, err = nats.Connect(set.URL, opts...)
 	}
@@ -341,4 +363,14 @@ func (d *Durable) Summary() []any {
 		"received", s.Received, "redelivered", s.Redelivered, "acked", s.Acked, "naked", s.Naked,
 		"termed", s.Termed, "dead_lettered", s.DeadLettered, "handed_back", s.HandedBack,
 		"heartbeats", s.Heartbeats, "leases_lost", s.LeasesLost, "in_flight", s.InFlight))
+}
+
+// readPassword reads a password file: its first line.
+func readPassword(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return strings.TrimSpace(line), nil
 }
