@@ -327,9 +327,19 @@ nats_confs() {
     done
 }
 # nats_test CONF: the server's own parse of the file (-t: syntax, option
-# values such as lame_duck_duration's 30 s minimum), with the variable the
-# StatefulSet gives each server.
-nats_test() { POD_NAME=crewd-nats-0 nats-server -t -c "$1"; }
+# values such as lame_duck_duration's 30 s minimum, the TLS key pair and
+# CA read), with the variables the StatefulSet gives each server, and a
+# certificate of a throwaway CA where its Secret would be mounted.
+tlsdir="$WORK/nats-tls"
+mkdir -p "$tlsdir"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=check-ca \
+  -keyout "$tlsdir/ca.key" -out "$tlsdir/ca.crt" 2>/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=nats \
+  -keyout "$tlsdir/tls.key" -out "$tlsdir/tls.crt" 2>/dev/null
+nats_test() {
+  sed "s#/etc/nats/tls/#$tlsdir/#g" "$1" >"$1.t"
+  POD_NAME=crewd-nats-0 CREWD_NATS_PASSWORD=check nats-server -t -c "$1.t"
+}
 nats_grace_check() { docs "$1" | jq -s -r -L "$DEPLOY/checks" -f "$DEPLOY/checks/nats.jq"; }
 # The five-server cluster is rendered here only, for its config.
 helm template crewd "$CHART" --kube-version "$KUBE_VERSION" --namespace crewd-check --set nats.replicas=5 >"$WORK/helm-nats-5.yaml"

@@ -12,7 +12,10 @@
 # ../install-tools.sh, the builder manifest): about 45 s and 2 minutes when
 # built.
 # Makes secrets/token and secrets/tokens (the API's token and its hash) the
-# first time, with the crewd image just built.
+# first time, with the crewd image just built, and secrets/nats: a CA and
+# the NATS servers' certificate it signs (openssl), crewd's NATS password,
+# and nats.env, which hands it to the servers. A laptop's secrets: the
+# files are readable by all, so that the containers' user reads them.
 # Usage: deploy/compose/build-images.sh [CREWD_TAG [NATS_TAG [OTELCOL_TAG]]]
 #        (default crewd:dev crew-nats:dev crew-otelcol:dev, the compose
 #        file's defaults; a tag "-" skips that image)
@@ -82,5 +85,22 @@ if [ "$crewd_tag" != - ]; then
     chmod 0644 secrets/tokens
     echo "build-images: the API's token is in $(pwd)/secrets/token" >&2
   fi
+fi
+if [ ! -s secrets/nats/nats.env ]; then
+  mkdir -p secrets/nats/tls
+  (
+    cd secrets/nats/tls
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -subj /CN=crew-compose-nats-ca \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=nats -keyout tls.key -out tls.csr 2>/dev/null
+    printf 'subjectAltName=DNS:nats1,DNS:nats2,DNS:nats3,DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >ext.cnf
+    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -extfile ext.cnf -out tls.crt 2>/dev/null
+    rm -f tls.csr ext.cnf ca.srl ca.key # nothing more is signed
+    chmod 0644 tls.key
+  )
+  password="$(openssl rand -hex 24)"
+  printf '%s\n' "$password" >secrets/nats/crewd-password
+  printf 'CREWD_NATS_PASSWORD=%s\n' "$password" >secrets/nats/nats.env
+  chmod 0644 secrets/nats/crewd-password secrets/nats/nats.env
 fi
 echo "$crewd_tag $nats_tag $otelcol_tag"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +19,11 @@ import (
 func story(ctx context.Context, url, id string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(url, nats.Timeout(3*time.Second))
+	// As crewd: its user, over TLS (build-images.sh's secrets/nats).
+	secrets := filepath.Join("..", "secrets", "nats")
+	password, _ := os.ReadFile(filepath.Join(secrets, "crewd-password"))
+	nc, err := nats.Connect(url, nats.Timeout(3*time.Second), nats.UserInfo("crewd", strings.TrimSpace(string(password))),
+		nats.RootCAs(filepath.Join(secrets, "tls", "ca.crt")))
 	if err != nil {
 		return fmt.Sprintf("%s: %v", url, err)
 	}
