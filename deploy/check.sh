@@ -243,12 +243,13 @@ step "3. parity: helm renders = kustomize builds"
 # kustomize patch of one variable moves it to the front, which changes
 # nothing for crewd (no $(VAR) references). The chart's helm test hooks
 # (its probe Pod and that Pod's NetworkPolicy) are the chart's alone, and
-# so is the Secret of the API's tokens, which the chart makes (a token
-# generated at install) and the base's operator makes (deploy/README.md,
-# "API tokens"): both mount it alike, which the Deployments' specs compare.
+# so are the Secrets of the API's tokens and of the NATS cluster's TLS and
+# crewd's NATS password, which the chart makes (generated at install) and
+# the base's operator makes (deploy/README.md, "API tokens" and "NATS users
+# and TLS"): both mount them alike, which the workloads' specs compare.
 canon() {
   docs "$1" | jq -s -S 'map(select(.metadata.annotations["helm.sh/hook"] == null))
-    | map(select(.kind != "Secret" or (.metadata.name | endswith("-api-tokens") | not)))
+    | map(select(.kind != "Secret" or (.metadata.name | test("-(api-tokens|nats-tls|nats-auth)$") | not)))
     | map({key: "\(.kind)/\(.metadata.name)",
     value: {spec, automountServiceAccountToken, data}}) | from_entries
     | (.. | objects | select(has("env")) | .env) |= sort_by(.name)'
@@ -337,7 +338,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=nats \
   -keyout "$tlsdir/tls.key" -out "$tlsdir/tls.crt" 2>/dev/null
 nats_test() {
-  sed "s#/etc/nats/tls/#$tlsdir/#g" "$1" >"$1.t"
+  sed "s#/etc/nats-tls/#$tlsdir/#g" "$1" >"$1.t"
   POD_NAME=crewd-nats-0 CREWD_NATS_PASSWORD=check nats-server -t -c "$1.t"
 }
 nats_grace_check() { docs "$1" | jq -s -r -L "$DEPLOY/checks" -f "$DEPLOY/checks/nats.jq"; }
