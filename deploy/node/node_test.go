@@ -161,6 +161,11 @@ func TestNodeKustomize(t *testing.T) {
 	}
 	createNamespace(ctx, t)
 	makeTokenSecret(ctx, t)
+	// The NATS cluster's TLS and crewd's NATS password, as the base's
+	// operator makes them.
+	if out, err := run(ctx, filepath.Join("..", "kustomize", "nats-secrets.sh"), namespace); err != nil {
+		t.Fatalf("nats-secrets.sh: %v\n%s", err, out)
+	}
 	if out, err := kube(ctx, "apply", "-k", dir); err != nil {
 		t.Fatalf("kubectl apply -k (overlays/prod): %v\n%s", err, out)
 	}
