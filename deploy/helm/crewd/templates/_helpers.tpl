@@ -105,6 +105,9 @@ from the Deployment, so every render runs it.
 {{- end }}
 {{- $n := .Values.crewd.nats }}
 {{- $mode := include "crewd.natsMode" . }}
+{{- if and $n.queues (eq $mode "off") }}
+{{- fail "crewd.nats.queues with crewd.nats.url \"off\": named queues live in the JetStream store; jobs in memory have the default queue only." }}
+{{- end }}
 {{- if eq $mode "embedded" }}
 {{- if or $a.hpa.enabled $a.keda.enabled }}
 {{- fail "nats.enabled is false and crewd.nats.url is empty (the embedded NATS server, one per pod) with an autoscaler: a scale-down deletes a pod with the jobs still queued in its store, and a GET reaches the pod that holds a job only by chance. Use the bundled cluster (nats.enabled=true), an existing NATS (crewd.nats.url), or one replica without autoscaling.hpa/keda." }}
