@@ -63,14 +63,14 @@ func raw(t *testing.T, url, req string) rawAnswer {
 	return a
 }
 
-func get(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: crewd\r\n\r\n" }
+func get(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n" }
 
 func postJSON(path, body string, headers ...string) string {
 	h := ""
 	for _, x := range headers {
 		h += x + "\r\n"
 	}
-	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: crewd\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s", path, len(body), h, body)
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s", path, len(body), h, body)
 }
 
 // TestLongJobIDIsA404: a job id of 5000 bytes, which would make a NATS
@@ -110,7 +110,7 @@ func TestErrorsBeforeTheHandlers(t *testing.T) {
 	if ans := raw(t, c.admin, get("/nowhere")); ans.code != 404 || !strings.Contains(fmt.Sprint(ans.body["error"]), "no such endpoint") {
 		t.Fatalf("admin 404: %d %s", ans.code, ans.raw)
 	}
-	big := "GET /healthz HTTP/1.1\r\nHost: crewd\r\nX-Big: " + strings.Repeat("b", 100<<10) + "\r\n\r\n"
+	big := "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("b", 100<<10) + "\r\n\r\n"
 	if ans := raw(t, c.http, big); ans.code != 431 || !strings.Contains(fmt.Sprint(ans.body["error"]), "request line and headers of about") || !ans.close {
 		t.Fatalf("100 KiB of headers: %d %.200s", ans.code, ans.raw)
 	}
@@ -122,7 +122,7 @@ func TestErrorsBeforeTheHandlers(t *testing.T) {
 	}
 	defer conn.Close()
 	go func() {
-		_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: crewd\r\nX-Big: "+strings.Repeat("b", 2<<20)+"\r\n\r\n")
+		_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: "+strings.Repeat("b", 2<<20)+"\r\n\r\n")
 	}()
 	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -254,7 +254,7 @@ func TestStalledBodyIsCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		if _, err := io.WriteString(conn, "POST /v1/factorial HTTP/1.1\r\nHost: crewd\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		if _, err := io.WriteString(conn, "POST /v1/factorial HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
 			t.Fatal(err)
 		}
 		return conn, bufio.NewReader(conn)

@@ -312,3 +312,47 @@ func TestTokensRotateUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d calls through 40 rotations, none failed", calls)
 }
+
+// TestForeignRequestsRefused: a browser's request from another site (its
+// Origin or Sec-Fetch-Site says so) is refused on every /v1/ route, with or
+// without tokens; without tokens on loopback, so is a request to a name
+// that is not this machine's (DNS rebinding). Probes, and clients that are
+// not browsers, are answered.
+func TestForeignRequestsRefused(t *testing.T) {
+	pool, err := crew.New(crew.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	a := &api.API{Pool: pool, Jobs: &memjobs.Runner{Pool: pool, Store: memjobs.NewStore(100, time.Hour, nil, nil), Kinds: kinds.New(), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
+		MaxNumbers: 16, MaxBody: 4096, RequestTimeout: time.Second, RetryAfter: time.Second, LocalOnly: true}
+	h := a.Handler()
+	for _, tc := range []struct {
+		name, method, path, host string
+		header                   map[string]string
+		want                     int
+	}{
+		{"a client", "GET", "/v1/jobs/counts", "127.0.0.1:8080", nil, 200},
+		{"localhost", "GET", "/v1/jobs/counts", "localhost:8080", nil, 200},
+		{"[::1]", "GET", "/v1/jobs/counts", "[::1]:8080", nil, 200},
+		{"the same origin", "GET", "/v1/jobs/counts", "localhost:8080", map[string]string{"Origin": "http://localhost:8080", "Sec-Fetch-Site": "same-origin"}, 200},
+		{"another origin", "POST", "/v1/jobs", "127.0.0.1:8080", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"a null origin", "POST", "/v1/jobs", "127.0.0.1:8080", map[string]string{"Origin": "null"}, 403},
+		{"cross-site", "POST", "/v1/jobs", "127.0.0.1:8080", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"same-site", "DELETE", "/v1/jobs/0123456789abcdef", "127.0.0.1:8080", map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"a rebound name", "GET", "/v1/jobs", "evil.example:8080", nil, 403},
+		{"a rebound name, same origin", "GET", "/v1/jobs", "evil.example:8080", map[string]string{"Origin": "http://evil.example:8080"}, 403},
+		{"a probe by any name", "GET", "/healthz", "10.0.0.7:8080", nil, 200},
+	} {
+		req := httptest.NewRequest(tc.method, "http://"+tc.host+tc.path, strings.NewReader(`{"kind":"sleep","duration":"1ms"}`))
+		req.Host = tc.host
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %s %s (Host %s): %d %s, want %d", tc.name, tc.method, tc.path, tc.host, rec.Code, rec.Body, tc.want)
+		}
+	}
+}

@@ -42,6 +42,12 @@ type API struct {
 	// on loopback without -api-tokens, or with -insecure-no-auth.
 	Auth *auth.File
 
+	// LocalOnly, with no Auth (crewd on loopback without tokens), refuses
+	// a request whose Host is not this machine's (localhost, a loopback
+	// address): a web page whose name an attacker points at 127.0.0.1
+	// (DNS rebinding) reaches no job.
+	LocalOnly bool
+
 	// Ready, if not nil, says why the pod cannot take work now (its NATS
 	// connection is down): /readyz answers 503 with the reason meanwhile.
 	Ready func() error

@@ -141,7 +141,7 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 	a := &api.API{
 		Pool:       pool,
 		MaxNumbers: cfg.MaxNumbers, MaxBody: cfg.MaxBody, RequestTimeout: cfg.RequestTimeout, RetryAfter: cfg.RetryAfter,
-		Log: log, Metrics: api.NewMetrics(reg), Auth: tokens,
+		Log: log, Metrics: api.NewMetrics(reg), Auth: tokens, LocalOnly: tokens == nil && !cfg.InsecureNoAuth,
 	}
 	// The jobs: through JetStream (the default), or in memory.
 	js, err := startJobs(cfg, log, pool)
