@@ -3,6 +3,7 @@ module github.com/crew-go/crew/service
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/crew-go/crew v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/jobs/jsjobs v0.0.0-00010101000000-000000000000
@@ -10,6 +11,7 @@ require (
 	github.com/crew-go/crew/natsjs v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/natsjs/natsprom v0.0.0-00010101000000-000000000000
 	github.com/crew-go/crew/prom v0.0.0-00010101000000-000000000000
+	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.24.1
 	go.opentelemetry.io/otel v1.47.0
@@ -27,7 +29,9 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/crew-go/crew/natsjs/natsotel v0.0.0-00010101000000-000000000000 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
@@ -38,7 +42,6 @@ require (
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
-	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect

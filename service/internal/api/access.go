@@ -1,9 +1,7 @@
 package api
 
 import (
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/crew-go/crew/jobs"
@@ -155,40 +153,8 @@ func submitter(r *http.Request) string {
 	return c.Name
 }
 
-// foreign says why r is refused as a browser's request from another site,
-// or to a name that is not this machine's while crewd serves without
-// tokens; "" when it is not. A browser sends Origin (and Sec-Fetch-Site)
-// with a cross-origin request, even one it may not read the answer of: a
-// page on another site could otherwise post a job to a crewd on the
-// user's machine, or, with a name it points at 127.0.0.1, read its jobs.
-// crewd answers no cross-origin browser request (it sends no CORS
-// headers); clients that are not browsers send neither header.
+// foreign says why r is refused as a browser's request from another
+// site, or to a name not this machine's (auth.Foreign); "" when it is not.
 func (a *API) foreign(r *http.Request) string {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return "a request from another site (Sec-Fetch-Site: " + site + ") is refused"
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return "a request from another origin (Origin " + quoteShort(origin) + ") is refused"
-		}
-	}
-	if a.Auth == nil && a.LocalOnly && !localHost(r.Host) {
-		return "crewd serves this machine only (no -api-tokens): a request to host " + quoteShort(r.Host) + " is refused; use localhost or 127.0.0.1"
-	}
-	return ""
-}
-
-// localHost reports whether a Host header names this machine: localhost or
-// a loopback address, with or without a port.
-func localHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return auth.Foreign(r, a.Auth == nil && a.LocalOnly)
 }

@@ -42,6 +42,9 @@ type API struct {
 	// on loopback without -api-tokens, or with -insecure-no-auth.
 	Auth *auth.File
 
+	// UI, if not nil, serves crewd's web UI under /ui/ (package ui).
+	UI http.Handler
+
 	// LocalOnly, with no Auth (crewd on loopback without tokens), refuses
 	// a request whose Host is not this machine's (localhost, a loopback
 	// address): a web page whose name an attacker points at 127.0.0.1
@@ -112,6 +115,9 @@ func (a *API) Handler() http.Handler {
 	route("/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)})
 	route("/v1/queues/{name}/pause", map[string]endpoint{http.MethodPost: admins(a.pauseQueue)})
 	route("/v1/queues/{name}/resume", map[string]endpoint{http.MethodPost: admins(a.resumeQueue)})
+	if a.UI != nil {
+		mux.Handle("/ui/", a.wrap("/ui/", a.UI.ServeHTTP))
+	}
 	route("/healthz", map[string]endpoint{http.MethodGet: probe(a.healthz)})
 	route("/readyz", map[string]endpoint{http.MethodGet: probe(a.readyz)})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {

@@ -22,6 +22,7 @@ import (
 	"github.com/crew-go/crew/service/internal/config"
 	"github.com/crew-go/crew/service/internal/durable"
 	"github.com/crew-go/crew/service/internal/tracing"
+	"github.com/crew-go/crew/service/internal/ui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -156,6 +157,7 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 		return ExitFailed
 	}
 	a.Jobs, a.Ready, a.Live = js.Jobs(), js.Ready, js.Live
+	a.UI = (&ui.UI{Jobs: js.Jobs(), Auth: tokens, LocalOnly: a.LocalOnly, Log: log}).Handler()
 	reg.MustRegister(js.Collectors()...)
 	if lister, ok := js.Jobs().(jobs.Lister); ok {
 		reg.MustRegister(api.NewJobCounts(lister, api.CountTimeout))

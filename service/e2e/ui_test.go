@@ -1,0 +1,184 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser starts a headless chromium for the test (Debian's, installed by
+// .ci/install), or skips the test where there is none.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no chromium: .ci/install installs Debian's")
+		}
+		t.Skip("no chromium on this machine (apt-get install chromium): not run")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTime()
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// TestUIInABrowser: in a real browser, the UI of a crewd that asks for
+// tokens sends a visitor to its login, takes a token there, shows the jobs
+// by state and the job a client submitted, and cancels it on a click; a
+// form another site's page posts to it (with the session cookie the
+// browser holds) is refused and changes nothing.
+func TestUIInABrowser(t *testing.T) {
+	ctx := browser(t)
+	file := filepath.Join(t.TempDir(), "tokens")
+	out, err := exec.Command(binary, "token", "new", "-name", "operator", "-scopes", "jobs:read,jobs:submit,jobs:admin", "-file", file).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(out))
+	c := start(t, "-api-tokens", file)
+	base := strings.Replace(c.http, "127.0.0.1", "localhost", 1)
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+	); err != nil {
+		t.Fatalf("the UI: %v", err)
+	}
+	loginURL, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#counts")),
+	); err != nil {
+		where, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Location())
+		t.Fatalf("login: %v (at %s)", err, where)
+	}
+	if !strings.Contains(loginURL, "/ui/login?next=") {
+		t.Fatalf("a visitor without a session was sent to %s, not the login", loginURL)
+	}
+
+	req, _ := http.NewRequest("POST", c.http+"/v1/jobs", strings.NewReader(`{"kind":"sleep","duration":"60s","timeout":"90s"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := strings.TrimPrefix(resp.Header.Get("Location"), "/v1/jobs/")
+	if resp.StatusCode != 202 || id == "" {
+		t.Fatalf("a job: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", c.http+"/v1/jobs/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(resp)
+		resp.Body.Close()
+		if strings.Contains(body, `"state":"running"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s not running in 10 s: %s", id, body)
+		}
+	}
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"] a`, id))),
+		chromedp.WaitVisible(chromedp.CSS("#cancel")),
+	); err != nil {
+		t.Fatalf("the job's page: %v", err)
+	}
+	record, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#record")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS("#cancel")),
+		chromedp.WaitNotPresent(chromedp.CSS("#cancel")),
+	); err != nil {
+		t.Fatalf("the cancel: %v", err)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state != "canceled" || !strings.Contains(record, `"submitter": "operator"`) {
+		t.Fatalf("after the click the job reads %q; its record %s", state, record)
+	}
+
+	// Another site's page (another port is another origin) posts a pause
+	// of the default queue to the UI, the browser sending the session.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<form id="f" method="post" action="%s/ui/queues/default/pause"><input name="back" value="/ui/"></form><script>document.getElementById("f").submit()</script>`, base)
+	}))
+	defer evil.Close()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)),
+		chromedp.WaitVisible(chromedp.CSS("#message")),
+	); err != nil {
+		t.Fatalf("another site's form: %v", err)
+	}
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#message")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "refused") {
+		t.Fatalf("another site's form was answered %q", body)
+	}
+	req, _ = http.NewRequest("GET", c.http+"/v1/queues", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var qs strings.Builder
+	_, _ = fmt.Fprint(&qs, readAll(resp))
+	if strings.Contains(qs.String(), `"paused":true`) {
+		t.Fatalf("another site's form paused the queue: %s", qs.String())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.log {
+		if strings.Contains(fmt.Sprint(m), token) {
+			t.Fatalf("a log line holds the token: %v", m)
+		}
+	}
+}
+
+func readAll(resp *http.Response) string {
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return b.String()
+		}
+	}
+}

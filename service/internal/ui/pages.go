@@ -1,0 +1,225 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/service/internal/auth"
+)
+
+func urlQuery(s string) string { return url.QueryEscape(s) }
+
+// next is where a login goes back to: a page of the UI, nothing else.
+func next(r *http.Request) string {
+	n := r.FormValue("next")
+	if !strings.HasPrefix(n, "/ui/") || strings.HasPrefix(n, "/ui//") || strings.ContainsAny(n, "\\\r\n") {
+		return "/ui/"
+	}
+	return n
+}
+
+func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
+	if u.Auth == nil {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+		return
+	}
+	u.render(w, http.StatusOK, "login", view{Data: map[string]string{"Next": next(r)}})
+}
+
+// login takes a token from the form and sets the session to it; the
+// token is never logged, echoed or put in a URL.
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	if why := auth.Foreign(r, false); why != "" {
+		u.message(w, r, http.StatusForbidden, why)
+		return
+	}
+	if u.Auth == nil {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+		return
+	}
+	token, ok := auth.Bearer("Bearer " + strings.TrimSpace(r.PostFormValue("token")))
+	var caller auth.Caller
+	if ok {
+		caller, ok = u.Auth.Tokens().Lookup(token)
+	}
+	if !ok {
+		if u.Log != nil {
+			u.Log.InfoContext(r.Context(), "audit", "who", "-", "action", "UI login", "status", http.StatusUnauthorized, "outcome", "refused")
+		}
+		u.render(w, http.StatusUnauthorized, "login", view{Data: map[string]string{"Next": next(r), "Error": "That token is not one of crewd's."}})
+		return
+	}
+	if u.Log != nil {
+		u.Log.InfoContext(r.Context(), "audit", "who", caller.Name, "action", "UI login", "status", http.StatusSeeOther, "outcome", "done")
+	}
+	setSession(w, r, token)
+	http.Redirect(w, r, next(r), http.StatusSeeOther)
+}
+
+func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
+	if why := auth.Foreign(r, u.LocalOnly && u.Auth == nil); why != "" {
+		u.message(w, r, http.StatusForbidden, why)
+		return
+	}
+	clearSession(w, r)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// overview is the jobs by state and the queues.
+func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
+	type stateCount struct {
+		State jobs.State
+		N     int
+	}
+	data := struct {
+		Counts  []stateCount
+		Queues  []jobs.QueueInfo
+		Errors  []string
+		Now     string
+		Queuing bool
+	}{Now: time.Now().UTC().Format(time.TimeOnly)}
+	if lister, ok := u.Jobs.(jobs.Lister); ok {
+		counts, err := lister.Counts(r.Context())
+		if err != nil {
+			data.Errors = append(data.Errors, "counts: "+err.Error())
+		}
+		for _, st := range jobs.States {
+			data.Counts = append(data.Counts, stateCount{st, counts[st]})
+		}
+	}
+	if q, ok := u.Jobs.(jobs.Queuer); ok {
+		data.Queuing = true
+		qs, err := q.Queues(r.Context())
+		if err != nil {
+			data.Errors = append(data.Errors, "queues: "+err.Error())
+		}
+		data.Queues = qs
+	}
+	v.Data = data
+	u.render(w, http.StatusOK, "overview", v)
+}
+
+// jobList is a page of jobs, newest first, filtered by state and kind.
+func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
+	lister, ok := u.Jobs.(jobs.Lister)
+	if !ok {
+		u.message(w, r, http.StatusNotImplemented, "This job store lists no jobs.")
+		return
+	}
+	q := jobs.Query{State: jobs.State(r.FormValue("state")), Kind: r.FormValue("kind"), After: r.FormValue("after"), Limit: 50}
+	if err := q.Validate(); err != nil {
+		u.message(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := lister.List(r.Context(), q)
+	if err != nil {
+		u.message(w, r, http.StatusServiceUnavailable, "The jobs cannot be listed now: "+err.Error())
+		return
+	}
+	nextPage := ""
+	if page.Next != "" {
+		nextPage = "/ui/jobs?" + url.Values{"state": {string(q.State)}, "kind": {q.Kind}, "after": {page.Next}}.Encode()
+	}
+	v.Data = struct {
+		Jobs   []jobs.Record
+		State  jobs.State
+		Kind   string
+		States []jobs.State
+		Next   string
+		Back   string
+	}{page.Jobs, q.State, q.Kind, jobs.States, nextPage, r.URL.RequestURI()}
+	u.render(w, http.StatusOK, "jobs", v)
+}
+
+// job is one job's record.
+func (u *UI) job(w http.ResponseWriter, r *http.Request, v view) {
+	id := r.PathValue("id")
+	if !jobs.ValidID(id) {
+		u.message(w, r, http.StatusBadRequest, "That is no job id.")
+		return
+	}
+	rec, err := u.Jobs.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		u.message(w, r, http.StatusNotFound, fmt.Sprintf("No job %s (unknown, or its record was evicted).", id))
+		return
+	case err != nil:
+		u.message(w, r, http.StatusServiceUnavailable, "The job cannot be read now: "+err.Error())
+		return
+	}
+	pretty, _ := json.MarshalIndent(rec, "", "  ")
+	v.Data = struct {
+		Job      jobs.Record
+		JSON     string
+		Back     string
+		CanRetry bool
+	}{rec, string(pretty), r.URL.RequestURI(), rec.State.Terminal() && rec.State != jobs.Succeeded}
+	u.render(w, http.StatusOK, "job", v)
+}
+
+func (u *UI) cancel(r *http.Request) (string, int, error) {
+	id := r.PathValue("id")
+	c, ok := u.Jobs.(jobs.Canceler)
+	if !ok || !jobs.ValidID(id) {
+		return id, http.StatusBadRequest, errors.New("this job cannot be canceled here")
+	}
+	_, _, err := c.Cancel(r.Context(), id)
+	var ended *jobs.EndedError
+	switch {
+	case errors.As(err, &ended):
+		return id, http.StatusConflict, fmt.Errorf("job %s has ended: %s", id, ended.State)
+	case errors.Is(err, jobs.ErrNotFound):
+		return id, http.StatusNotFound, fmt.Errorf("no job %s", id)
+	case err != nil:
+		return id, http.StatusServiceUnavailable, err
+	}
+	return id, http.StatusOK, nil
+}
+
+func (u *UI) retry(r *http.Request) (string, int, error) {
+	id := r.PathValue("id")
+	re, ok := u.Jobs.(jobs.Retrier)
+	if !ok || !jobs.ValidID(id) {
+		return id, http.StatusBadRequest, errors.New("this job cannot be retried here")
+	}
+	_, err := re.Retry(r.Context(), id)
+	var ended *jobs.EndedError
+	switch {
+	case errors.As(err, &ended):
+		return id, http.StatusConflict, fmt.Errorf("job %s has %s: only a failed, timed_out, canceled or not_run job is retried", id, ended.State)
+	case errors.Is(err, jobs.ErrNotFound):
+		return id, http.StatusNotFound, fmt.Errorf("no job %s", id)
+	case err != nil:
+		return id, http.StatusConflict, err
+	}
+	return id, http.StatusOK, nil
+}
+
+func (u *UI) pause(paused bool) func(r *http.Request) (string, int, error) {
+	return func(r *http.Request) (string, int, error) {
+		name := r.PathValue("name")
+		q, ok := u.Jobs.(jobs.Queuer)
+		if !ok || jobs.CheckQueue(name) != nil {
+			return name, http.StatusBadRequest, errors.New("no such queue here")
+		}
+		var err error
+		if paused {
+			err = q.PauseQueue(r.Context(), name, time.Time{})
+		} else {
+			err = q.ResumeQueue(r.Context(), name)
+		}
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			return name, http.StatusNotFound, fmt.Errorf("no queue %s", name)
+		case err != nil:
+			return name, http.StatusServiceUnavailable, err
+		}
+		return name, http.StatusOK, nil
+	}
+}

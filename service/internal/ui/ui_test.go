@@ -1,0 +1,148 @@
+package ui_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/memjobs"
+	"github.com/crew-go/crew/service/internal/auth"
+	"github.com/crew-go/crew/service/internal/kinds"
+	"github.com/crew-go/crew/service/internal/ui"
+)
+
+func newUI(t *testing.T) (http.Handler, map[string]string, jobs.Runner) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tokens")
+	tokens := map[string]string{}
+	var lines []string
+	for name, scopes := range map[string]string{"reader": "jobs:read", "ops": "jobs:read,jobs:admin"} {
+		tok, line, err := auth.New(name, scopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[name] = tok
+		lines = append(lines, line)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := auth.Open(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := crew.New(crew.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	r := &memjobs.Runner{Pool: pool, Store: memjobs.NewStore(100, time.Hour, nil, nil), Kinds: kinds.New(), DefaultTimeout: time.Minute, MaxTimeout: time.Minute}
+	return (&ui.UI{Jobs: r, Auth: f}).Handler(), tokens, r
+}
+
+func do(h http.Handler, method, target string, form url.Values, cookie string, header map[string]string) *httptest.ResponseRecorder {
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	req := httptest.NewRequest(method, "http://localhost:8080"+target, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "crewd_session", Value: cookie})
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// TestUIAsksAndRefuses: no session goes to the login; a wrong token there
+// is refused; a login goes back only to a page of the UI; a reader sees
+// pages but no action and may not post one; an action without the
+// session's CSRF token, or from another origin, is refused; with both, by
+// an operator, it is done. The cookie is HttpOnly and SameSite=Strict.
+func TestUIAsksAndRefuses(t *testing.T) {
+	h, tokens, r := newUI(t)
+	rec, err := r.Submit(context.Background(), jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"50s"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := do(h, "GET", "/ui/jobs", nil, "", nil); w.Code != http.StatusSeeOther || !strings.HasPrefix(w.Header().Get("Location"), "/ui/login?next=") {
+		t.Fatalf("no session: %d to %q", w.Code, w.Header().Get("Location"))
+	}
+	if w := do(h, "POST", "/ui/login", url.Values{"token": {"crew_wrong"}}, "", nil); w.Code != http.StatusUnauthorized || len(w.Result().Cookies()) != 0 {
+		t.Fatalf("a wrong token: %d, cookies %v", w.Code, w.Result().Cookies())
+	}
+	for next, want := range map[string]string{"/ui/jobs?state=failed": "/ui/jobs?state=failed", "//evil.example/ui/": "/ui/", "https://evil.example/": "/ui/", "/ui//evil.example": "/ui/"} {
+		w := do(h, "POST", "/ui/login", url.Values{"token": {tokens["ops"]}, "next": {next}}, "", nil)
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != want {
+			t.Errorf("login with next %q: %d to %q, want %q", next, w.Code, w.Header().Get("Location"), want)
+		}
+		c := w.Result().Cookies()
+		if len(c) != 1 || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/ui/" {
+			t.Fatalf("the session cookie: %+v", c)
+		}
+	}
+	page := do(h, "GET", "/ui/jobs/"+rec.ID, nil, tokens["reader"], nil)
+	if page.Code != 200 || strings.Contains(page.Body.String(), `id="cancel"`) {
+		t.Fatalf("a reader's job page: %d, cancel shown: %v", page.Code, strings.Contains(page.Body.String(), `id="cancel"`))
+	}
+	readerCSRF := csrfField.FindStringSubmatch(do(h, "GET", "/ui/", nil, tokens["reader"], nil).Body.String())
+	page = do(h, "GET", "/ui/jobs/"+rec.ID, nil, tokens["ops"], nil)
+	m := csrfField.FindStringSubmatch(page.Body.String())
+	if page.Code != 200 || m == nil {
+		t.Fatalf("an operator's job page: %d, no CSRF field", page.Code)
+	}
+	cancel := "/ui/jobs/" + rec.ID + "/cancel"
+	for name, tc := range map[string]struct {
+		form   url.Values
+		cookie string
+		header map[string]string
+		want   int
+	}{
+		"no CSRF token":         {url.Values{}, tokens["ops"], nil, 403},
+		"a reader's CSRF token": {url.Values{"csrf": {first(readerCSRF)}}, tokens["ops"], nil, 403},
+		"another origin":        {url.Values{"csrf": {m[1]}}, tokens["ops"], map[string]string{"Origin": "https://evil.example"}, 403},
+		"another site":          {url.Values{"csrf": {m[1]}}, tokens["ops"], map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		"a reader":              {url.Values{"csrf": {first(readerCSRF)}}, tokens["reader"], nil, 403},
+		"no session":            {url.Values{"csrf": {m[1]}}, "", nil, 401},
+	} {
+		if w := do(h, "POST", cancel, tc.form, tc.cookie, tc.header); w.Code != tc.want {
+			t.Errorf("cancel with %s: %d, want %d", name, w.Code, tc.want)
+		}
+	}
+	if got, _ := r.Get(context.Background(), rec.ID); got.State.Terminal() {
+		t.Fatalf("a refused cancel canceled the job: %+v", got)
+	}
+	w := do(h, "POST", cancel, url.Values{"csrf": {m[1]}, "back": {"/ui/jobs/" + rec.ID}}, tokens["ops"], map[string]string{"Origin": "http://localhost:8080"})
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("an operator's cancel: %d %s", w.Code, w.Body)
+	}
+	if got, _ := r.Get(context.Background(), rec.ID); got.State != jobs.Canceled {
+		t.Fatalf("after the operator's cancel the job reads %s", got.State)
+	}
+}
+
+func first(m []string) string {
+	if len(m) < 2 {
+		return ""
+	}
+	return m[1]
+}
