@@ -96,5 +96,6 @@ func jsjobsConfig(cfg config.Config) jsjobs.Config {
 		Replicas: cfg.NATSReplicas, SucceededTTL: cfg.JobRecordTTL, FailedTTL: cfg.JobFailedTTL, StoreBytes: cfg.JobStoreBytes,
 		AckWait: cfg.NATSAckWait, MaxAttempts: cfg.JobMaxAttempts,
 		Kinds: kinds.New(), DefaultTimeout: cfg.JobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+		Journal: cfg.Journal, // "" with the embedded server: durable sets <data-dir>/held
 	}
 }

@@ -59,6 +59,7 @@ type Config struct {
 	NATSUser         string        // a user of a shared NATS, with NATSPasswordFile; "" for none
 	NATSPasswordFile string        // the file of NATSUser's password
 	NATSCA           string        // the CA file a shared NATS's TLS certificates are checked against; "" for the system's
+	Journal          string        // the file of the jobs this crewd holds, for a restart to run them at once; "" for <data-dir>/held with the embedded server, none otherwise
 	JobMaxAttempts   int           // runs of one durable job, retries included, unless the job asks for another bound
 	JobQueues        []JobQueue    // the named job queues this crewd serves besides the default one
 }
@@ -163,6 +164,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSCreds, "nats-creds", "a NATS credentials file (user JWT and NKey seed) to authenticate to the servers of -nats-url")
 	str(&c.NATSUser, "nats-user", "a user to authenticate to the servers of -nats-url, with -nats-password-file")
 	str(&c.NATSPasswordFile, "nats-password-file", "the file of -nats-user's password (its first line), read at every connect: a rotated password is taken at the next reconnect")
+	str(&c.Journal, "journal", "a file where crewd notes the jobs it holds, so that a crewd started again on it (its container restarted in its pod, the file on an emptyDir) runs a killed one's jobs at once rather than after -nats-ack-wait; default <data-dir>/held with the embedded server, none with -nats-url")
 	str(&c.NATSCA, "nats-ca", "a PEM file of the authority the servers' TLS certificates are checked against (-nats-url tls://...); empty: the system's")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers and at most a limit of its jobs running at once across every crewd: name=workers[/limit],... (\"email=4,partner=2/3\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
@@ -369,6 +371,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-creds %s: for the servers of -nats-url; the embedded server needs none", c.NATSCreds)
 	case (c.NATSUser != "" || c.NATSPasswordFile != "" || c.NATSCA != "") && c.Embedded():
 		return errors.New("-nats-user, -nats-password-file and -nats-ca are for the servers of -nats-url; the embedded server needs none")
+	case c.Journal != "" && c.Embedded():
+		return errors.New("-journal: with the embedded server crewd keeps its journal in -data-dir (held); -journal is for -nats-url")
 	case (c.NATSUser == "") != (c.NATSPasswordFile == ""):
 		return errors.New("-nats-user and -nats-password-file: give both, or neither")
 	case c.NATSUser != "" && c.NATSCreds != "":
