@@ -8,6 +8,10 @@
 // crewd token new -name NAME -scopes SCOPES makes an API token and its
 // line of the token file (-api-tokens): crewd token new -h.
 //
+// crewd jobs (list, get, cancel, retry, counts) and crewd queues (list,
+// pause, resume) act on a running crewd's jobs through its API: crewd
+// jobs -h.
+//
 // crewd probe URL posts a job to a running crewd at URL and waits until it
 // has succeeded (the chart's helm test runs it: crewd probe -h).
 package main
@@ -19,6 +23,7 @@ import (
 
 	"github.com/crew-go/crew/service/internal/app"
 	"github.com/crew-go/crew/service/internal/auth"
+	"github.com/crew-go/crew/service/internal/cli"
 	"github.com/crew-go/crew/service/internal/probe"
 )
 
@@ -28,6 +33,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "token" {
 		os.Exit(auth.Command(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && (os.Args[1] == "jobs" || os.Args[1] == "queues") {
+		os.Exit(cli.Main(os.Args[1], os.Args[2:]))
 	}
 	stop := make(chan os.Signal, 2)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crew-go/crew/service/internal/auth"
+)
+
+// Exit codes: 0 done, 1 refused or failed (the API's answer says why), 2
+// a usage error.
+const (
+	ExitOK    = 0
+	ExitFail  = 1
+	ExitUsage = 2
+)
+
+// URLVar is the variable of crewd's API address, -url's default.
+const URLVar = "CREW_URL"
+
+const usage = `usage: crewd jobs list [-state S] [-kind K] [-limit N] [-after CURSOR]
+       crewd jobs get ID | cancel ID | retry ID | counts
+       crewd queues [list] | pause NAME [-until RFC3339] | resume NAME
+flags, anywhere: -url (crewd's API, $CREW_URL, default http://127.0.0.1:8080),
+-token-file (a file whose first line is the token; default $CREW_API_TOKEN), -json (the API's answer as it is)`
+
+// Run runs "crewd jobs ARGS" (what "jobs") or "crewd queues ARGS" (what
+// "queues") and returns the exit code.
+func Run(what string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crewd "+what, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, usage) }
+	base := fs.String("url", "", "crewd's API (default $"+URLVar+", else http://127.0.0.1:8080)")
+	tokenFile := fs.String("token-file", "", "a file whose first line is the API token; empty: $"+auth.TokenVar)
+	asJSON := fs.Bool("json", false, "print the API's answer as it is")
+	state := fs.String("state", "", "jobs list: only jobs in this state")
+	kind := fs.String("kind", "", "jobs list: only jobs of this kind")
+	limit := fs.Int("limit", 0, "jobs list: at most this many (the API's default: 100)")
+	after := fs.String("after", "", "jobs list: the page after this cursor (the last page's next)")
+	until := fs.String("until", "", "queues pause: resume by itself then (RFC 3339)")
+	// Flags before, between or after the verb and its arguments.
+	var rest []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		} else if err != nil {
+			return ExitUsage
+		}
+		if args = fs.Args(); len(args) == 0 {
+			break
+		}
+		rest, args = append(rest, args[0]), args[1:]
+	}
+	if *base == "" {
+		*base = getenv(URLVar)
+	}
+	if *base == "" {
+		*base = "http://127.0.0.1:8080"
+	}
+	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintf(stderr, "crewd %s: -url %q: want http://host:port\n", what, *base)
+		return ExitUsage
+	}
+	token, err := auth.ClientToken(*tokenFile, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "crewd %s: -token-file: %v\n", what, err)
+		return ExitUsage
+	}
+	c := &client{base: strings.TrimSuffix(*base, "/"), http: &http.Client{Timeout: 30 * time.Second, Transport: &auth.Transport{Token: token}}}
+	verb := "list"
+	if len(rest) > 0 {
+		verb, rest = rest[0], rest[1:]
+	}
+	call, ok := c.calls(what, verb, rest, *state, *kind, *limit, *after, *until)
+	if !ok {
+		fmt.Fprintln(stderr, usage)
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	status, body, err := c.do(ctx, call.method, call.path)
+	if err != nil {
+		fmt.Fprintf(stderr, "crewd %s %s: %v\n", what, verb, err)
+		return ExitFail
+	}
+	if status >= 300 {
+		var e struct{ Error string }
+		_ = json.Unmarshal(body, &e)
+		fmt.Fprintf(stderr, "crewd %s %s: %d %s: %s\n", what, verb, status, http.StatusText(status), cmpOr(e.Error, strings.TrimSpace(string(body))))
+		return ExitFail
+	}
+	if *asJSON || call.print == nil {
+		_, _ = stdout.Write(body)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			fmt.Fprintln(stdout)
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if err := call.print(tw, body); err != nil {
+		fmt.Fprintf(stderr, "crewd %s %s: the answer: %v\n", what, verb, err)
+		return ExitFail
+	}
+	_ = tw.Flush()
+	return ExitOK
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// call is one request of a verb, and how its answer is printed for a
+// person (nil: as JSON).
+type call struct {
+	method, path string
+	print        func(w io.Writer, body []byte) error
+}
+
+func (c *client) calls(what, verb string, rest []string, state, kind string, limit int, after, until string) (call, bool) {
+	one := func() (string, bool) {
+		if len(rest) != 1 || rest[0] == "" {
+			return "", false
+		}
+		return url.PathEscape(rest[0]), true
+	}
+	switch what + " " + verb {
+	case "jobs list":
+		if len(rest) != 0 {
+			return call{}, false
+		}
+		q := url.Values{}
+		for k, v := range map[string]string{"state": state, "kind": kind, "after": after} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		if limit > 0 {
+			q.Set("limit", fmt.Sprint(limit))
+		}
+		path := "/v1/jobs"
+		if len(q) > 0 {
+			path += "?" + q.Encode()
+		}
+		return call{"GET", path, printJobs}, true
+	case "jobs counts":
+		return call{"GET", "/v1/jobs/counts", printCounts}, len(rest) == 0
+	case "jobs get", "jobs cancel", "jobs retry":
+		id, ok := one()
+		switch verb {
+		case "get":
+			return call{"GET", "/v1/jobs/" + id, printJob}, ok
+		case "cancel":
+			return call{"DELETE", "/v1/jobs/" + id, printJob}, ok
+		}
+		return call{"POST", "/v1/jobs/" + id + "/retry", printJob}, ok
+	case "queues list":
+		return call{"GET", "/v1/queues", printQueues}, len(rest) == 0
+	case "queues pause", "queues resume":
+		name, ok := one()
+		path := "/v1/queues/" + name + "/" + verb
+		if verb == "pause" && until != "" {
+			if _, err := time.Parse(time.RFC3339, until); err != nil {
+				return call{}, false
+			}
+			path += "?" + url.Values{"until": {until}}.Encode()
+		}
+		return call{"POST", path, nil}, ok
+	}
+	return call{}, false
+}
+
+type client struct {
+	base string
+	http *http.Client
+}
+
+// do sends one request and reads its answer, at most 16 MiB.
+func (c *client) do(ctx context.Context, method, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, body, err
+}
+
+// Main is Run with the process's environment.
+func Main(what string, args []string) int { return Run(what, args, os.Getenv, os.Stdout, os.Stderr) }

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/crew-go/crew/jobs"
+)
+
+func printJobs(w io.Writer, body []byte) error {
+	var page jobs.Page
+	if err := json.Unmarshal(body, &page); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "ID\tKIND\tQUEUE\tSTATE\tATTEMPTS\tCREATED\tSUBMITTER\tERROR")
+	for _, r := range page.Jobs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.60s\n", r.ID, r.Kind, cmpOr(r.Queue, jobs.DefaultQueue), r.State, r.Attempts,
+			r.Created.UTC().Format(time.DateTime), r.Submitter, r.Error)
+	}
+	if page.Next != "" {
+		fmt.Fprintf(w, "more: -after %s\n", page.Next)
+	}
+	return nil
+}
+
+func printJob(w io.Writer, body []byte) error {
+	var r jobs.Record
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "id\t%s\nkind\t%s\nqueue\t%s\nstate\t%s\nattempts\t%d\ncreated\t%s\n", r.ID, r.Kind, cmpOr(r.Queue, jobs.DefaultQueue), r.State, r.Attempts, r.Created.UTC().Format(time.RFC3339))
+	if r.Retries > 0 {
+		fmt.Fprintf(w, "retries\t%d\n", r.Retries)
+	}
+	if r.Submitter != "" {
+		fmt.Fprintf(w, "submitter\t%s\n", r.Submitter)
+	}
+	if !r.Finished.IsZero() {
+		fmt.Fprintf(w, "finished\t%s\n", r.Finished.UTC().Format(time.RFC3339))
+	}
+	if len(r.Result) > 0 {
+		fmt.Fprintf(w, "result\t%s\n", r.Result)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "error\t%s\n", r.Error)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "attempt %d\t%s %s\n", e.Attempt, e.At.UTC().Format(time.RFC3339), e.Error)
+	}
+	return nil
+}
+
+func printCounts(w io.Writer, body []byte) error {
+	var c struct{ Counts jobs.Counts }
+	if err := json.Unmarshal(body, &c); err != nil {
+		return err
+	}
+	for _, s := range jobs.States {
+		fmt.Fprintf(w, "%s\t%d\n", s, c.Counts[s])
+	}
+	return nil
+}
+
+func printQueues(w io.Writer, body []byte) error {
+	var q struct{ Queues []jobs.QueueInfo }
+	if err := json.Unmarshal(body, &q); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "QUEUE\tWAITING\tTAKEN\tLIMIT\tOLDEST WAITING\tPAUSED")
+	for _, qi := range q.Queues {
+		limit, oldest := "none", ""
+		if qi.Limit > 0 {
+			limit = fmt.Sprint(qi.Limit)
+		}
+		if !qi.OldestWaiting.IsZero() {
+			oldest = time.Since(qi.OldestWaiting).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%v\n", qi.Name, qi.Waiting, qi.Taken, limit, oldest, qi.Paused)
+	}
+	return nil
+}
