@@ -98,32 +98,45 @@ func (a *API) cutContext() context.Context {
 // for when Auth is set (access.go).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	route := func(pattern string, methods map[string]endpoint) {
-		allow := strings.Join(slices.Sorted(maps.Keys(methods)), ", ")
-		mux.Handle(pattern, a.wrap(pattern, func(w http.ResponseWriter, r *http.Request) {
-			a.serve(w, r, pattern, allow, methods)
+	for _, rt := range a.routes() {
+		allow := strings.Join(slices.Sorted(maps.Keys(rt.methods)), ", ")
+		mux.Handle(rt.pattern, a.wrap(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			a.serve(w, r, rt.pattern, allow, rt.methods)
 		}))
 	}
-	route("/v1/factorial", map[string]endpoint{http.MethodPost: computes(a.factorial)})
-	route("/v1/jobs", map[string]endpoint{http.MethodPost: submits(a.postJob), http.MethodGet: reads(a.listJobs)})
-	// "counts" is no job id (jobs.ValidID): the literal route takes it.
-	route("/v1/jobs/counts", map[string]endpoint{http.MethodGet: reads(a.jobCounts)})
-	route("/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)})
-	route("/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)})
-	route("/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)})
-	route("/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)})
-	route("/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)})
-	route("/v1/queues/{name}/pause", map[string]endpoint{http.MethodPost: admins(a.pauseQueue)})
-	route("/v1/queues/{name}/resume", map[string]endpoint{http.MethodPost: admins(a.resumeQueue)})
 	if a.UI != nil {
 		mux.Handle("/ui/", a.wrap("/ui/", a.UI.ServeHTTP))
 	}
-	route("/healthz", map[string]endpoint{http.MethodGet: probe(a.healthz)})
-	route("/readyz", map[string]endpoint{http.MethodGet: probe(a.readyz)})
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+quoteShort(r.URL.Path))
 	}))
 	return mux
+}
+
+// route is a path pattern and its methods' endpoints.
+type route struct {
+	pattern string
+	methods map[string]endpoint
+}
+
+// routes are the API's routes (openapi.json describes each).
+func (a *API) routes() []route {
+	return []route{
+		{"/v1/factorial", map[string]endpoint{http.MethodPost: computes(a.factorial)}},
+		{"/v1/jobs", map[string]endpoint{http.MethodPost: submits(a.postJob), http.MethodGet: reads(a.listJobs)}},
+		// "counts" is no job id (jobs.ValidID): the literal route takes it.
+		{"/v1/jobs/counts", map[string]endpoint{http.MethodGet: reads(a.jobCounts)}},
+		{"/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)}},
+		{"/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)}},
+		{"/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)}},
+		{"/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)}},
+		{"/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)}},
+		{"/v1/queues/{name}/pause", map[string]endpoint{http.MethodPost: admins(a.pauseQueue)}},
+		{"/v1/queues/{name}/resume", map[string]endpoint{http.MethodPost: admins(a.resumeQueue)}},
+		{"/v1/openapi.json", map[string]endpoint{http.MethodGet: probe(a.openapi)}},
+		{"/healthz", map[string]endpoint{http.MethodGet: probe(a.healthz)}},
+		{"/readyz", map[string]endpoint{http.MethodGet: probe(a.readyz)}},
+	}
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
