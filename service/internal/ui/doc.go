@@ -1,7 +1,8 @@
 // Package ui is crewd's web UI, served under /ui/ on the API's port from
 // files compiled into the binary: the jobs by state and queue, a page of
 // jobs filtered by state and kind, a job with its attempts, and the
-// actions an operator takes (cancel, retry, pause and resume a queue).
+// actions an operator takes (cancel, retry, pause and resume a queue); the
+// failed jobs grouped by kind and error, a group retried in one action.
 //
 // Who may use it is the API's rule: where crewd asks for tokens, a login
 // with one sets a session cookie (HttpOnly, SameSite=Strict, Secure over

@@ -146,3 +146,56 @@ func first(m []string) string {
 	}
 	return m[1]
 }
+
+// TestFailuresGroupedAndRetried: jobs that timed out are one group per
+// kind and error on the failures page, with their count; an operator's
+// "retry all" runs every job of the group again, and no other.
+func TestFailuresGroupedAndRetried(t *testing.T) {
+	h, tokens, r := newUI(t)
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		rec, err := r.Submit(ctx, jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"5s"}`), Timeout: jobs.Duration(time.Millisecond)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	ok, err := r.Submit(ctx, jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"1ms"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		done := 0
+		for _, id := range append(ids, ok.ID) {
+			if rec, _ := r.Get(ctx, id); rec.State.Terminal() {
+				done++
+			}
+		}
+		if done == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the jobs did not end in 10 s")
+		}
+	}
+	page := do(h, "GET", "/ui/failures", nil, tokens["ops"], nil)
+	body := page.Body.String()
+	if page.Code != 200 || !strings.Contains(body, `<td class="num">3</td>`) || !strings.Contains(body, "Retry all 3") {
+		t.Fatalf("the failures page: %d\n%s", page.Code, body)
+	}
+	csrf := csrfField.FindStringSubmatch(body)
+	rec, _ := r.Get(ctx, ids[0])
+	form := url.Values{"csrf": {first(csrf)}, "state": {string(rec.State)}, "kind": {"sleep"}, "error": {rec.Error}, "back": {"/ui/failures"}}
+	if w := do(h, "POST", "/ui/failures/retry", form, tokens["ops"], nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("retry all: %d %s", w.Code, w.Body)
+	}
+	for _, id := range ids {
+		if rec, _ := r.Get(ctx, id); rec.Retries != 1 {
+			t.Errorf("job %s of the group: %d retries, want 1", id, rec.Retries)
+		}
+	}
+	if rec, _ := r.Get(ctx, ok.ID); rec.Retries != 0 || rec.State != jobs.Succeeded {
+		t.Errorf("a job outside the group: %+v", rec)
+	}
+}
