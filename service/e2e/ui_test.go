@@ -130,6 +130,26 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("after the click the job reads %q; its record %s", state, record)
 	}
 
+	// A periodic job set through the API is on its page, deleted by a click.
+	req, _ = http.NewRequest("PUT", c.http+"/v1/periodic/nightly", strings.NewReader(`{"every":"@every 1h","kind":"sleep","duration":"1ms"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a periodic job: %d", resp.StatusCode)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/periodic"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-name="nightly"]`)),
+		chromedp.Click(chromedp.CSS(`tr[data-name="nightly"] button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-name="nightly"]`)),
+	); err != nil {
+		t.Fatalf("the periodic job's page and its delete: %v", err)
+	}
+
 	// Another site's page (another port is another origin) posts a pause
 	// of the default queue to the UI, the browser sending the session.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

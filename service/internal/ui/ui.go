@@ -41,7 +41,7 @@ func (u *UI) init() {
 		_, _ = rand.Read(u.processKey[:])
 		u.pages = map[string]*template.Template{}
 		funcs := template.FuncMap{"terminal": func(s jobs.State) bool { return s.Terminal() }}
-		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "message"} {
+		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "message"} {
 			u.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 		}
 	})
@@ -60,6 +60,8 @@ func (u *UI) Handler() http.Handler {
 	mux.Handle("GET /ui/jobs", u.page(u.jobList))
 	mux.Handle("GET /ui/jobs/{id}", u.page(u.job))
 	mux.Handle("GET /ui/failures", u.page(u.failuresPage))
+	mux.Handle("GET /ui/periodic", u.page(u.periodicPage))
+	mux.Handle("POST /ui/periodic/{name}/delete", u.action(u.deletePeriodic))
 	mux.Handle("POST /ui/failures/retry", u.action(u.retryGroup))
 	mux.Handle("POST /ui/jobs/{id}/cancel", u.action(u.cancel))
 	mux.Handle("POST /ui/jobs/{id}/retry", u.action(u.retry))
