@@ -16,7 +16,7 @@
 #        node: what node/node.sh runs besides etcd, kube-apiserver and
 #        kubectl: kubelet kube-proxy kube-controller-manager kube-scheduler
 #        (bin/), the CNI plugins (cni/bin/, kept off PATH: one is named
-#        bridge), coredns and metrics-server (bin/).
+#        bridge), coredns, metrics-server and kube-router (bin/).
 set -euo pipefail
 
 # ---- pins -------------------------------------------------------------
@@ -34,6 +34,11 @@ CNI_PLUGINS_VERSION=v1.10.0     # github.com/containernetworking/plugins: bridge
 COREDNS_VERSION=v1.15.0         # github.com/coredns/coredns, with COREDNS_PLUGINS only
 COREDNS_PLUGINS="errors health ready kubernetes metrics forward cache loop reload loadbalance log"
 METRICS_SERVER_VERSION=v0.9.0   # sigs.k8s.io/metrics-server: the resource metrics an HPA reads
+# The NetworkPolicy enforcer: kube-router's firewall alone (iptables and
+# ipsets). The SIG's kube-network-policies (v0.8.0 on the proxy) needs the
+# kernel's nftables queue expression (CONFIG_NFT_QUEUE), which this
+# machine's kernel lacks (deploy/README.md, "What enforces the policies").
+KUBE_ROUTER_VERSION=v2.1.0      # github.com/cloudnativelabs/kube-router/v2: the only version the proxy serves
 
 CACHE=${CREW_DEPLOY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/crew-deploy}
 BIN=$CACHE/bin
@@ -62,6 +67,7 @@ has() {
     kubelet | kube-proxy | kube-controller-manager | kube-scheduler) out=$("$BIN/$1" --version 2>/dev/null) ;;
     coredns) out="$("$BIN/coredns" -version 2>/dev/null | head -n1) $(cat "$BIN/coredns.plugins" 2>/dev/null)" ;;
     metrics-server) out=$(cat "$BIN/metrics-server.version" 2>/dev/null) ;;
+    kube-router) out=$("$BIN/kube-router" --version 2>&1) ;;
     *) out= ;;
   esac
   [[ $out == *"$2"* ]]
@@ -274,6 +280,16 @@ install_metrics_server() {
   echo "$METRICS_SERVER_VERSION" >"$BIN/metrics-server.version"
 }
 
+# kube-router, static, with its version stamped as its Makefile does; the
+# node runs only its firewall (--run-firewall), as a host process.
+install_kube_router() {
+  if has kube-router "version $KUBE_ROUTER_VERSION,"; then return; fi
+  log "go install kube-router $KUBE_ROUTER_VERSION (its network policy firewall; about 2.5 minutes on 2 cores)"
+  local p=github.com/cloudnativelabs/kube-router/v2
+  CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X $p/pkg/version.Version=$KUBE_ROUTER_VERSION -X $p/pkg/version.BuildDate=1970-01-01T00:00:00Z" \
+    "$p/cmd/kube-router@$KUBE_ROUTER_VERSION"
+}
+
 # nats-server: check.sh tests every rendered nats.conf with it (-t), and
 # compose/build-images.sh puts the same binary into its scratch image:
 # static, so it runs in an image with nothing else. About 45 s to build.
@@ -319,7 +335,7 @@ for t in "$@"; do
     kubectl) install_kubectl ;;
     crds) install_crds ;;
     nats-server) install_nats_server ;;
-    node) install_node_k8s; install_cni; install_coredns; install_metrics_server ;;
+    node) install_node_k8s; install_cni; install_coredns; install_metrics_server; install_kube_router ;;
     *) log "unknown tool: $t"; exit 2 ;;
   esac
 done
