@@ -7,7 +7,10 @@
 #   (with its host-path provisioner: a StatefulSet's PVCs bind),
 #   kube-scheduler, kubelet (cgroupfs driver), kube-proxy (iptables),
 #   containerd (Debian's, 1.6) with its CRI plugin and runc, the CNI bridge
-#   plugins, CoreDNS, metrics-server (an HPA on CPU works); every binary
+#   plugins, CoreDNS, metrics-server (an HPA on CPU works), kube-router's
+#   firewall (it enforces NetworkPolicies with iptables and ipsets; with
+#   NODE_NETPOL=off the node runs without it and ignores them, as the CNI
+#   bridge alone does); every binary
 #   pinned in ../install-tools.sh and cached; Prometheus (Debian's, on the
 #   node's address, scraping the pods by their prometheus.io annotations)
 #   and extmetrics (./extmetrics: external.metrics.k8s.io from
@@ -36,7 +39,7 @@
 #        deploy/node/node.sh check   can this machine run it? (exit 0: yes)
 #        deploy/node/node.sh exists  is a node up, or left behind? (exit 0: yes)
 # Needs root, a Docker engine (for the images), and from Debian: containerd,
-# runc, iptables, iproute2, util-linux (unshare, nsenter), etcd-server.
+# runc, iptables, ipset, iproute2, util-linux (unshare, nsenter), etcd-server.
 set -euo pipefail
 
 NODE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,6 +64,7 @@ COREDNS_IMAGE=crew-coredns:node
 PAUSE_IMAGE=crew-pause:node
 METRICS_SERVER_IMAGE=crew-metrics-server:node
 EXTMETRICS_IMAGE=crew-extmetrics:node
+NETPROBE_IMAGE=crew-netprobe:node # ./netprobe, the network policy test's prober
 PROMETHEUS_PORT=9090         # on NODE_IP
 
 log() { printf '[node] %s\n' "$*" >&2; }
@@ -78,7 +82,7 @@ in_net() { nsenter --net="$RUN/net" -- "$@"; }
 check() {
   local why=()
   [ "$(id -u)" = 0 ] || why+=("not root")
-  for c in unshare nsenter ip iptables iptables-restore containerd ctr runc docker prometheus jq yq; do
+  for c in unshare nsenter ip iptables iptables-restore ipset containerd ctr runc docker prometheus jq yq; do
     command -v "$c" >/dev/null 2>&1 || why+=("$c is missing")
   done
   if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then why+=("no Docker engine answers (images are built with it)"); fi
@@ -98,7 +102,7 @@ tools() {
   BIN=$("$DEPLOY/install-tools.sh" base etcd helm kubectl apiserver node nats-server | tail -n1)
   CNI_BIN=$(dirname "$BIN")/cni/bin
   export PATH="$BIN:$PATH"
-  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl helm coredns metrics-server nats-server; do
+  for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl helm coredns metrics-server nats-server kube-router; do
     command -v "$t" >/dev/null || die "$t is missing after install-tools.sh"
   done
   for p in bridge host-local loopback portmap; do
@@ -212,6 +216,7 @@ pki() {
   token scheduler system:kube-scheduler
   token kubelet "system:node:$NODE_NAME" system:nodes
   token proxy system:kube-proxy
+  token kube-router system:kube-router
 }
 
 # token NAME USER [GROUP]: a token for USER in the apiserver's token file,
@@ -328,12 +333,12 @@ EOF
 # images: crewd, nats-server, CoreDNS and the sandbox image, built into
 # scratch and imported into the node's containerd.
 images() {
-  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE $METRICS_SERVER_IMAGE $EXTMETRICS_IMAGE"
+  log "images: $CREWD_IMAGE $NATS_IMAGE $COREDNS_IMAGE $PAUSE_IMAGE $METRICS_SERVER_IMAGE $EXTMETRICS_IMAGE $NETPROBE_IMAGE"
   "$REPO/service/scripts/build-image.sh" "$CREWD_IMAGE" >/dev/null
   "$DEPLOY/compose/build-images.sh" - "$NATS_IMAGE" - >/dev/null
   local ctx
   ctx=$(mktemp -d)
-  mkdir -p "$ctx/coredns" "$ctx/pause" "$ctx/metrics-server/tmp" "$ctx/extmetrics"
+  mkdir -p "$ctx/coredns" "$ctx/pause" "$ctx/metrics-server/tmp" "$ctx/extmetrics" "$ctx/netprobe"
   cp "$BIN/coredns" "$ctx/coredns/"
   cp "$BIN/metrics-server" "$ctx/metrics-server/"
   cat >"$ctx/metrics-server/Dockerfile" <<'EOF'
@@ -350,7 +355,14 @@ EXPOSE 53 53/udp 9153
 ENTRYPOINT ["/coredns"]
 EOF
   (cd "$NODE_DIR" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/pause/pause" ./pause &&
-    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/extmetrics/extmetrics" ./extmetrics)
+    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/extmetrics/extmetrics" ./extmetrics &&
+    CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$ctx/netprobe/netprobe" ./netprobe)
+  cat >"$ctx/netprobe/Dockerfile" <<'EOF'
+FROM scratch
+COPY netprobe /netprobe
+USER 65534:65534
+ENTRYPOINT ["/netprobe"]
+EOF
   cat >"$ctx/extmetrics/Dockerfile" <<'EOF'
 FROM scratch
 COPY extmetrics /extmetrics
@@ -364,15 +376,16 @@ USER 65535:65535
 ENTRYPOINT ["/pause"]
 EOF
   local d
-  for d in coredns pause metrics-server extmetrics; do
+  for d in coredns pause metrics-server extmetrics netprobe; do
     local tag=$COREDNS_IMAGE
     [ $d = pause ] && tag=$PAUSE_IMAGE
     [ $d = metrics-server ] && tag=$METRICS_SERVER_IMAGE
     [ $d = extmetrics ] && tag=$EXTMETRICS_IMAGE
+    [ $d = netprobe ] && tag=$NETPROBE_IMAGE
     DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx/$d" >/dev/null 2>&1 || docker build -q -t "$tag" "$ctx/$d" >/dev/null
   done
   rm -rf "$ctx"
-  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" "$METRICS_SERVER_IMAGE" "$EXTMETRICS_IMAGE" |
+  docker save "$CREWD_IMAGE" "$NATS_IMAGE" "$COREDNS_IMAGE" "$PAUSE_IMAGE" "$METRICS_SERVER_IMAGE" "$EXTMETRICS_IMAGE" "$NETPROBE_IMAGE" |
     in_node ctr --address "$RUN/containerd.sock" -n k8s.io images import - >/dev/null
 }
 
@@ -769,6 +782,52 @@ scrape_targets() {
 }
 
 
+# netpol: the NetworkPolicy enforcer, kube-router's firewall alone (no
+# routing, no service proxy: the CNI bridge and kube-proxy do those), a
+# host process in the node's namespaces like kube-proxy, with a token of
+# its own allowed only what it reads. It turns every NetworkPolicy into
+# iptables chains and ipsets on the FORWARD (bridged traffic too: the
+# bridge hands its frames to iptables), INPUT and OUTPUT paths; traffic no
+# policy allows is REJECTed (the client sees "connection refused"); the
+# node's own traffic to its pods (the kubelet's probes, the tests' reads)
+# is let through. Started once the node is registered (it reads its
+# address from the Node), before the first pod.
+netpol() {
+  if [ "${NODE_NETPOL:-on}" = off ]; then
+    log "NODE_NETPOL=off: no NetworkPolicy enforcer; every policy is ignored"
+    return 0
+  fi
+  kubectl_node apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: crew-node:kube-router
+rules:
+  # What its informers watch (it starts them all, whichever part runs).
+  - apiGroups: [""]
+    resources: [pods, namespaces, nodes, services, endpoints]
+    verbs: [get, list, watch]
+  - apiGroups: [discovery.k8s.io]
+    resources: [endpointslices]
+    verbs: [list, watch]
+  - apiGroups: [networking.k8s.io]
+    resources: [networkpolicies]
+    verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: crew-node:kube-router
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: crew-node:kube-router}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: system:kube-router}]
+EOF
+  start kube-router kube-router --kubeconfig "$STATE/kube-router.kubeconfig" --hostname-override "$NODE_NAME" \
+    --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+    --service-cluster-ip-range "$SERVICE_CIDR" --health-port 20244 --metrics-port 0 --v 1
+  wait_for "kube-router's firewall (NetworkPolicies enforced)" 60 in_net sh -c \
+    'curl -fsS http://127.0.0.1:20244/healthz && iptables -S KUBE-ROUTER-FORWARD'
+}
+
 # hostpath_modes: the host-path provisioner makes each volume's directory
 # 0750 root, and a hostPath volume ignores fsGroup, so a pod that runs as a
 # user of its own (the NATS servers, 65532) could not write to its PVC.
@@ -853,6 +912,8 @@ up() {
   echo $! >"$RUN/scrape-targets.pid"
 
   wait_for "node $NODE_NAME Ready" 120 kubectl_node wait --for condition=Ready "node/$NODE_NAME" --timeout 1s
+  netpol
+  log "NetworkPolicy enforcer: $(if running kube-router; then echo "kube-router's firewall, up after $((SECONDS - t0))s"; else echo none; fi)"
   addons
   wait_for "CoreDNS Ready" 120 kubectl_node -n kube-system wait --for condition=Available deployment/coredns --timeout 1s
   wait_for "the metrics API (metrics-server)" 120 kubectl_node wait --for condition=Available apiservice/v1beta1.metrics.k8s.io --timeout 1s
@@ -879,7 +940,7 @@ down() {
     for id in $("${ctr_[@]}" containers ls -q 2>/dev/null); do "${ctr_[@]}" containers delete "$id" >/dev/null 2>&1 || true; done
   fi
   local n
-  for n in hostpath-modes scrape-targets prometheus kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
+  for n in hostpath-modes scrape-targets prometheus kubelet kube-router kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do stop "$n"; done
   # The kubelet's cgroups (cgroupfs driver: /kubepods in each hierarchy).
   local d
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
@@ -903,7 +964,7 @@ EOF
 
 status() {
   local n
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy prometheus scrape-targets hostpath-modes; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy kube-router prometheus scrape-targets hostpath-modes; do
     if running "$n"; then printf '%-24s running (pid %s)\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '%-24s not running\n' "$n"; fi
   done
   [ -f "$STATE/admin.kubeconfig" ] && kubectl_node get nodes,pods -A -o wide 2>&1 || true
