@@ -11,6 +11,12 @@
 # and with NODE_BACKLOG=1 TestNodeBacklog (the chart's HPA on crewd's
 # backlog, the External metric from ./extmetrics and the node's
 # Prometheus; 3.5 minutes more, not by default for the same reason).
+# TestNode and TestNodeKustomize also try, from a pod without crewd's
+# labels and from a crewd pod, what the NetworkPolicies must refuse and
+# allow (netpol_test.go); node.sh runs kube-router's firewall to enforce
+# them (NODE_NETPOL=off: no enforcer, and those checks fail).
+# TestNodeNetworkPolicy is that check alone on an install of its own
+# (NODE_RUN='^TestNodeNetworkPolicy$'; not by default, the other two make it).
 # NODE_RUN: the tests to run (go test -run), e.g. '^TestNodeBacklog$'.
 # Where the machine cannot run the node (not root, no Docker engine, no
 # network namespaces...) it says why and exits 0: not run.

@@ -117,6 +117,7 @@ func TestNode(t *testing.T) {
 	n := install(ctx, t, client, collector.url, set)
 	known := n.firstJob(ctx, t)
 	helmTest(ctx, t)
+	checkPolicies(ctx, t)
 	n.faults(ctx, t, set, known, true)
 	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
 	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
@@ -178,6 +179,7 @@ func TestNodeKustomize(t *testing.T) {
 	phase(t, "kubectl apply -k of overlays/prod, rolled out", t0)
 	n := ready(ctx, t, client, t0)
 	known := n.firstJob(ctx, t)
+	checkPolicies(ctx, t)
 	n.faults(ctx, t, set, known, false)
 	t.Logf("the stalled trace collector at %s took %d connections and answered none", collector.url, collector.count())
 	t.Logf("SUMMARY whole test %.0fs", time.Since(began).Seconds())
@@ -188,8 +190,11 @@ func TestNodeKustomize(t *testing.T) {
 // meet 3 replicas whatever the load (the chart's HPA is seen moving the
 // Deployment by TestNodeHPA and TestNodeBacklog); CPU requests of 100m,
 // not 2 CPUs (2 cores in all); every request and job traced to the test's
-// stalled collector.
+// stalled collector, which crewd's NetworkPolicy lets it reach (as
+// components/tracing does for a collector in the cluster; this one is on
+// the node's address, in no namespace: an ipBlock).
 func prodOnTheNode(rel, collector string) string {
+	host, port := collectorHostPort(collector)
 	return `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: crewd-prod
@@ -234,7 +239,21 @@ patches:
               - name: nats
                 resources:
                   requests: {cpu: 100m}
+  - target: {kind: NetworkPolicy, name: crewd}
+    patch: |-
+      - op: add
+        path: /spec/egress/-
+        value:
+          to: [{ipBlock: {cidr: ` + host + `/32}}]
+          ports: [{port: ` + port + `, protocol: TCP}]
 `
+}
+
+// collectorHostPort is the stalled collector's address (http://IP:PORT)
+// as the IP and the port.
+func collectorHostPort(collector string) (string, string) {
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(collector, "http://"))
+	return host, port
 }
 
 // absChart is the chart's directory, absolute.
@@ -267,8 +286,13 @@ func install(ctx context.Context, t *testing.T, client *http.Client, collector s
 	extra := set.helmArgs
 	createNamespace(ctx, t)
 	args := append([]string{"install", release, chart, "-n", namespace, "--wait", "--timeout", "6m"}, installArgs...)
-	// Every request and job traced, to a collector that never answers.
-	args = append(args, "--set", "crewd.tracing.endpoint="+collector, "--set-string", "crewd.tracing.sampleRatio=1")
+	// Every request and job traced, to a collector that never answers; it
+	// runs on the node's address, outside every namespace, so crewd's
+	// NetworkPolicy reaches it by an ipBlock (as the values say of a
+	// collector outside the cluster).
+	host, _ := collectorHostPort(collector)
+	args = append(args, "--set", "crewd.tracing.endpoint="+collector, "--set-string", "crewd.tracing.sampleRatio=1",
+		"--set", "networkPolicy.tracingTo[0].ipBlock.cidr="+host+"/32")
 	if set.chart != filepath.Join("..", "helm", "crewd") {
 		t.Logf("the chart in %s (NODE_CHART)", chart)
 	}
