@@ -11,11 +11,17 @@
 // 5 s without answering a read. A deleted crewd pod must exit 0 and be
 // gone at least 3 s before its grace period ends, also when its jobs
 // outlast its shutdown timeout and its traces' final flush waits on a
-// collector that never answers (the test runs one).
+// collector that never answers (the test runs one). Before the faults it
+// proves the chart's NetworkPolicies enforced (node.sh runs kube-router's
+// firewall): from a pod without crewd's labels NATS's client and route
+// ports and crewd's admin port refused, crewd's API answering 401; from a
+// crewd pod NATS's client port answering (checkPolicies, every attempt
+// logged with its answer). TestNodeNetworkPolicy is that check alone.
 //
 // TestNodeKustomize does the same with the kustomize prod overlay
 // (kubectl apply -k), less the rollout, scale and drain, which move the
-// same Deployment and PodDisruptionBudget. TestNodeHPA (NODE_HPA=1 as
+// same Deployment and PodDisruptionBudget; it checks the base's
+// NetworkPolicies the same way. TestNodeHPA (NODE_HPA=1 as
 // well) moves the chart's HPA on CPU up and down under load;
 // TestNodeBacklog (NODE_BACKLOG=1) moves it on crewd's backlog, the
 // External metric served by ./extmetrics from the node's Prometheus.
@@ -23,5 +29,6 @@
 // It runs only with CREW_NODE_TEST=1, in the node's network namespace with
 // KUBECONFIG set (deploy/node/node-test.sh does both); otherwise it skips.
 // The package has no code of its own but for the pause command (./pause),
-// the node's sandbox image.
+// the node's sandbox image, ./extmetrics and ./netprobe (the policy
+// check's prober).
 package node
