@@ -167,6 +167,7 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 		"  curl -X POST %[1]s/v1/factorial -H 'Content-Type: application/json' -d '{\"numbers\":[1,2,3]}'\n"+
 		"  curl -X POST %[1]s/v1/jobs -H 'Content-Type: application/json' -d '{\"kind\":\"sleep\",\"duration\":\"2s\"}'\n"+
 		"  curl %[1]s/v1/jobs/ID        (ID: the \"id\" the POST answered)\n"+
+		"or open http://%[1]s/ui/ in a browser.\n"+
 		"Stop it with Ctrl-C, or kill %[4]d (with go run, crewd's pid, not go's).\n",
 		reachable(httpLn.Addr()), reachable(adminLn.Addr()), where, os.Getpid())
 	fmt.Fprintln(human, access(cfg, tokens))
