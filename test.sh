@@ -20,7 +20,10 @@
 # scale, drain through the PDB and the NATS leader's pod deleted under a
 # steady load, helm test, and the kustomize prod overlay likewise; about 8 minutes
 # warm, 9 more the first time; skipped with its reason where the machine
-# cannot run the node). The whole run: about 54 minutes on an empty machine
+# cannot run the node). The whole run: about 57 minutes on an empty machine
+# (an estimate: the last cold run plus kube-router's build and the node's
+# policy checks); 24.7 minutes (1,484 s) on a clean clone with the tools'
+# cache filled (2026-11-28)
 # (deploy/README.md, "On a real node").
 # Usage: ./test.sh            (everything)
 #        ./test.sh prom bench (some modules, by directory; nothing else)
