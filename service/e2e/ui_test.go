@@ -130,6 +130,49 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("after the click the job reads %q; its record %s", state, record)
 	}
 
+	// Two jobs selected on the jobs page, canceled in one action after a
+	// confirmation that counts them.
+	var selected []string
+	for range 2 {
+		req, _ := http.NewRequest("POST", c.http+"/v1/jobs", strings.NewReader(`{"kind":"sleep","duration":"60s","timeout":"90s"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		selected = append(selected, strings.TrimPrefix(resp.Header.Get("Location"), "/v1/jobs/"))
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[value="%s"]`, selected[0]))),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[value="%s"]`, selected[1]))),
+		chromedp.Click(chromedp.CSS("#bulk-cancel")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+	); err != nil {
+		t.Fatalf("a bulk cancel: %v", err)
+	}
+	confirm, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#confirm")))
+	if err != nil || confirm != "Cancel 2 jobs" {
+		t.Fatalf("the confirmation reads %q (%v)", confirm, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#jobs"))); err != nil {
+		t.Fatalf("the confirmed bulk cancel: %v", err)
+	}
+	for _, id := range selected {
+		req, _ := http.NewRequest("GET", c.http+"/v1/jobs/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(resp)
+		resp.Body.Close()
+		if !strings.Contains(body, `"state":"canceled"`) {
+			t.Fatalf("job %s after the bulk cancel: %s", id, body)
+		}
+	}
+
 	// A periodic job set through the API is on its page, deleted by a click.
 	req, _ = http.NewRequest("PUT", c.http+"/v1/periodic/nightly", strings.NewReader(`{"every":"@every 1h","kind":"sleep","duration":"1ms"}`))
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -41,7 +41,7 @@ func (u *UI) init() {
 		_, _ = rand.Read(u.processKey[:])
 		u.pages = map[string]*template.Template{}
 		funcs := template.FuncMap{"terminal": func(s jobs.State) bool { return s.Terminal() }}
-		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "message"} {
+		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "confirm", "message"} {
 			u.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 		}
 	})
@@ -63,6 +63,7 @@ func (u *UI) Handler() http.Handler {
 	mux.Handle("GET /ui/periodic", u.page(u.periodicPage))
 	mux.Handle("POST /ui/periodic/{name}/delete", u.action(u.deletePeriodic))
 	mux.Handle("POST /ui/failures/retry", u.action(u.retryGroup))
+	mux.HandleFunc("POST /ui/jobs/bulk", u.bulk)
 	mux.Handle("POST /ui/jobs/{id}/cancel", u.action(u.cancel))
 	mux.Handle("POST /ui/jobs/{id}/retry", u.action(u.retry))
 	mux.Handle("POST /ui/queues/{name}/pause", u.action(u.pause(true)))
@@ -122,20 +123,8 @@ func (u *UI) page(h func(w http.ResponseWriter, r *http.Request, v view)) http.H
 // audit line, and goes back to the page the form was on.
 func (u *UI) action(h func(r *http.Request) (target string, status int, err error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := auth.Foreign(r, u.LocalOnly && u.Auth == nil); why != "" {
-			u.message(w, r, http.StatusForbidden, why)
-			return
-		}
-		s, ok := u.session(r)
-		switch {
-		case !ok:
-			u.message(w, r, http.StatusUnauthorized, "Log in first.")
-			return
-		case !validCSRF(s, r.PostFormValue("csrf")):
-			u.message(w, r, http.StatusForbidden, "This form is not the UI's own (its CSRF token is missing or wrong): reload the page and try again.")
-			return
-		case !s.caller.Has(auth.Admin):
-			u.message(w, r, http.StatusForbidden, "Token "+s.caller.Name+" lacks scope jobs:admin.")
+		s, ok := u.admitted(w, r)
+		if !ok {
 			return
 		}
 		target, status, err := h(r)
@@ -144,12 +133,39 @@ func (u *UI) action(h func(r *http.Request) (target string, status int, err erro
 			u.message(w, r, status, err.Error())
 			return
 		}
-		back := r.PostFormValue("back")
-		if !strings.HasPrefix(back, "/ui/") || strings.HasPrefix(back, "/ui//") {
-			back = "/ui/"
-		}
-		http.Redirect(w, r, back, http.StatusSeeOther)
+		http.Redirect(w, r, back(r), http.StatusSeeOther)
 	})
+}
+
+// admitted checks an action's POST: from the UI's own origin, by a session
+// holding jobs:admin, with its CSRF token; else it answers why not.
+func (u *UI) admitted(w http.ResponseWriter, r *http.Request) (session, bool) {
+	if why := auth.Foreign(r, u.LocalOnly && u.Auth == nil); why != "" {
+		u.message(w, r, http.StatusForbidden, why)
+		return session{}, false
+	}
+	s, ok := u.session(r)
+	switch {
+	case !ok:
+		u.message(w, r, http.StatusUnauthorized, "Log in first.")
+		return session{}, false
+	case !validCSRF(s, r.PostFormValue("csrf")):
+		u.message(w, r, http.StatusForbidden, "This form is not the UI's own (its CSRF token is missing or wrong): reload the page and try again.")
+		return session{}, false
+	case !s.caller.Has(auth.Admin):
+		u.message(w, r, http.StatusForbidden, "Token "+s.caller.Name+" lacks scope jobs:admin.")
+		return session{}, false
+	}
+	return s, true
+}
+
+// back is where an action goes back to: the form's page of the UI.
+func back(r *http.Request) string {
+	b := r.PostFormValue("back")
+	if !strings.HasPrefix(b, "/ui/") || strings.HasPrefix(b, "/ui//") || strings.ContainsAny(b, "\\\r\n") {
+		return "/ui/"
+	}
+	return b
 }
 
 // audit writes the audit line of a UI action, as the API does of its calls.

@@ -199,3 +199,48 @@ func TestFailuresGroupedAndRetried(t *testing.T) {
 		t.Errorf("a job outside the group: %+v", rec)
 	}
 }
+
+// TestBulkCancelAsksThenActs: jobs selected on the jobs page are canceled
+// in one action, after a page that says how many and asks to confirm;
+// nothing happens before the confirmation, a job not selected stays.
+func TestBulkCancelAsksThenActs(t *testing.T) {
+	h, tokens, r := newUI(t)
+	ctx := context.Background()
+	var ids []string
+	for range 4 {
+		rec, err := r.Submit(ctx, jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"50s"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	page := do(h, "GET", "/ui/jobs", nil, tokens["ops"], nil)
+	csrf := first(csrfField.FindStringSubmatch(page.Body.String()))
+	if !strings.Contains(page.Body.String(), `type="checkbox" name="id" value="`+ids[0]) {
+		t.Fatalf("the jobs page has no selection for an operator:\n%s", page.Body)
+	}
+	form := url.Values{"csrf": {csrf}, "action": {"cancel"}, "id": ids[:3], "back": {"/ui/jobs"}}
+	ask := do(h, "POST", "/ui/jobs/bulk", form, tokens["ops"], nil)
+	if ask.Code != 200 || !strings.Contains(ask.Body.String(), "Cancel 3 jobs?") {
+		t.Fatalf("the confirmation: %d\n%s", ask.Code, ask.Body)
+	}
+	for _, id := range ids {
+		if rec, _ := r.Get(ctx, id); rec.State.Terminal() {
+			t.Fatalf("job %s ended before the confirmation", id)
+		}
+	}
+	form.Set("confirm", "yes")
+	if w := do(h, "POST", "/ui/jobs/bulk", form, tokens["ops"], nil); w.Code != http.StatusSeeOther {
+		t.Fatalf("confirmed: %d %s", w.Code, w.Body)
+	}
+	for i, id := range ids {
+		rec, _ := r.Get(ctx, id)
+		if canceled := rec.State == jobs.Canceled; canceled != (i < 3) {
+			t.Errorf("job %d (%s): %s after a bulk cancel of the first three", i, id, rec.State)
+		}
+	}
+	form.Set("csrf", "")
+	if w := do(h, "POST", "/ui/jobs/bulk", form, tokens["ops"], nil); w.Code != http.StatusForbidden {
+		t.Fatalf("a bulk action without the CSRF token: %d", w.Code)
+	}
+}
