@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,7 +106,14 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 	u.render(w, http.StatusOK, "overview", v)
 }
 
-// jobList is a page of jobs, newest first, filtered by state and kind.
+// maxScan bounds the records a page of jobs filtered by queue or text
+// reads: such a filter looks at the newest records of the state and kind
+// asked for, page by page, and says when it stopped.
+const maxScan = 5000
+
+// jobList is a page of jobs, newest first, filtered by state and kind (the
+// store's own filters), and by queue and text (a job's id, arguments,
+// error or submitter containing it: read here, at most maxScan records).
 func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
 	lister, ok := u.Jobs.(jobs.Lister)
 	if !ok {
@@ -113,27 +121,67 @@ func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
 		return
 	}
 	q := jobs.Query{State: jobs.State(r.FormValue("state")), Kind: r.FormValue("kind"), After: r.FormValue("after"), Limit: 50}
+	queue, text := r.FormValue("queue"), strings.TrimSpace(r.FormValue("q"))
 	if err := q.Validate(); err != nil {
 		u.message(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	page, err := lister.List(r.Context(), q)
-	if err != nil {
-		u.message(w, r, http.StatusServiceUnavailable, "The jobs cannot be listed now: "+err.Error())
-		return
+	match := func(rec jobs.Record) bool {
+		if queue != "" && cmp.Or(rec.Queue, jobs.DefaultQueue) != queue {
+			return false
+		}
+		if text == "" {
+			return true
+		}
+		spec := ""
+		if rec.Spec != nil {
+			spec = string(rec.Spec.Args)
+		}
+		for _, field := range []string{rec.ID, rec.Error, rec.Submitter, string(rec.Result), spec} {
+			if strings.Contains(field, text) {
+				return true
+			}
+		}
+		return false
+	}
+	var found []jobs.Record
+	next, scanned, limited := "", 0, false
+	for {
+		page, err := lister.List(r.Context(), q)
+		if err != nil {
+			u.message(w, r, http.StatusServiceUnavailable, "The jobs cannot be listed now: "+err.Error())
+			return
+		}
+		for _, rec := range page.Jobs {
+			if match(rec) {
+				found = append(found, rec)
+			}
+		}
+		scanned += len(page.Jobs)
+		next = page.Next
+		if queue == "" && text == "" || next == "" || len(found) >= 50 {
+			break
+		}
+		if scanned >= maxScan {
+			limited = true
+			break
+		}
+		q.After, q.Limit = next, jobs.MaxLimit
 	}
 	nextPage := ""
-	if page.Next != "" {
-		nextPage = "/ui/jobs?" + url.Values{"state": {string(q.State)}, "kind": {q.Kind}, "after": {page.Next}}.Encode()
+	if next != "" {
+		nextPage = "/ui/jobs?" + url.Values{"state": {string(q.State)}, "kind": {q.Kind}, "queue": {queue}, "q": {text}, "after": {next}}.Encode()
 	}
 	v.Data = struct {
-		Jobs   []jobs.Record
-		State  jobs.State
-		Kind   string
-		States []jobs.State
-		Next   string
-		Back   string
-	}{page.Jobs, q.State, q.Kind, jobs.States, nextPage, r.URL.RequestURI()}
+		Jobs        []jobs.Record
+		State       jobs.State
+		Kind, Queue string
+		Text        string
+		States      []jobs.State
+		Next, Back  string
+		Scanned     int
+		Limited     bool
+	}{found, q.State, q.Kind, queue, text, jobs.States, nextPage, r.URL.RequestURI(), scanned, limited}
 	u.render(w, http.StatusOK, "jobs", v)
 }
 

@@ -244,3 +244,46 @@ func TestBulkCancelAsksThenActs(t *testing.T) {
 		t.Fatalf("a bulk action without the CSRF token: %d", w.Code)
 	}
 }
+
+// TestJobsSearchedByText: the jobs page's text filter finds a job by its
+// id and jobs by their error, and the queue filter keeps a queue's jobs.
+func TestJobsSearchedByText(t *testing.T) {
+	h, tokens, r := newUI(t)
+	ctx := context.Background()
+	slow, err := r.Submit(ctx, jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"5s"}`), Timeout: jobs.Duration(time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := r.Submit(ctx, jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"1ms"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timedOut jobs.Record
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		timedOut, _ = r.Get(ctx, slow.ID)
+		if q, _ := r.Get(ctx, quick.ID); timedOut.State.Terminal() && q.State.Terminal() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the jobs did not end in 10 s")
+		}
+	}
+	rows := func(query string) []string {
+		body := do(h, "GET", "/ui/jobs?"+query, nil, tokens["reader"], nil).Body.String()
+		var ids []string
+		for _, m := range regexp.MustCompile(`<tr data-id="([0-9a-f]+)"`).FindAllStringSubmatch(body, -1) {
+			ids = append(ids, m[1])
+		}
+		return ids
+	}
+	for query, want := range map[string][]string{
+		"q=" + quick.ID[:10]:                       {quick.ID},
+		"q=" + url.QueryEscape(timedOut.Error[:12]): {slow.ID},
+		"queue=default&q=" + slow.ID:               {slow.ID},
+		"queue=email":                              nil,
+	} {
+		if got := rows(query); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("/ui/jobs?%s: %v, want %v", query, got, want)
+		}
+	}
+}
