@@ -84,7 +84,13 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 		Errors  []string
 		Now     string
 		Queuing bool
-	}{Now: time.Now().UTC().Format(time.TimeOnly)}
+		Store   string
+	}{Now: time.Now().UTC().Format(time.TimeOnly), Store: "answering"}
+	if u.Ready != nil {
+		if err := u.Ready(); err != nil {
+			data.Store = "not answering: " + err.Error()
+		}
+	}
 	if lister, ok := u.Jobs.(jobs.Lister); ok {
 		counts, err := lister.Counts(r.Context())
 		if err != nil {

@@ -30,6 +30,9 @@ type UI struct {
 	// auth.Foreign).
 	LocalOnly bool
 	Log       *slog.Logger
+	// Ready, if not nil, says why this replica cannot take jobs now (its
+	// job store unreachable), for the overview; nil error: it can.
+	Ready func() error
 
 	once       sync.Once
 	pages      map[string]*template.Template
