@@ -277,10 +277,10 @@ func TestJobsSearchedByText(t *testing.T) {
 		return ids
 	}
 	for query, want := range map[string][]string{
-		"q=" + quick.ID[:10]:                       {quick.ID},
+		"q=" + quick.ID[:10]:                        {quick.ID},
 		"q=" + url.QueryEscape(timedOut.Error[:12]): {slow.ID},
-		"queue=default&q=" + slow.ID:               {slow.ID},
-		"queue=email":                              nil,
+		"queue=default&q=" + slow.ID:                {slow.ID},
+		"queue=email":                               nil,
 	} {
 		if got := rows(query); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("/ui/jobs?%s: %v, want %v", query, got, want)
