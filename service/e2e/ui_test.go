@@ -77,26 +77,27 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("a visitor without a session was sent to %s, not the login", loginURL)
 	}
 
-	req, _ := http.NewRequest("POST", c.http+"/v1/jobs", strings.NewReader(`{"kind":"sleep","duration":"60s","timeout":"90s"}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	id := strings.TrimPrefix(resp.Header.Get("Location"), "/v1/jobs/")
-	if resp.StatusCode != 202 || id == "" {
-		t.Fatalf("a job: %d", resp.StatusCode)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		req, _ := http.NewRequest("GET", c.http+"/v1/jobs/"+id, nil)
+	// call is a request to crewd's API with the token: its status, body
+	// and Location.
+	call := func(method, path, body string) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, c.http+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body := readAll(resp)
-		resp.Body.Close()
+		defer resp.Body.Close()
+		return resp.StatusCode, readAll(resp), resp.Header.Get("Location")
+	}
+	const longJob = `{"kind":"sleep","duration":"60s","timeout":"90s"}`
+	code, _, loc := call("POST", "/v1/jobs", longJob)
+	id := strings.TrimPrefix(loc, "/v1/jobs/")
+	if code != 202 || id == "" {
+		t.Fatalf("a job: %d", code)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, body, _ := call("GET", "/v1/jobs/"+id, "")
 		if strings.Contains(body, `"state":"running"`) {
 			break
 		}
@@ -134,14 +135,8 @@ func TestUIInABrowser(t *testing.T) {
 	// confirmation that counts them.
 	var selected []string
 	for range 2 {
-		req, _ := http.NewRequest("POST", c.http+"/v1/jobs", strings.NewReader(`{"kind":"sleep","duration":"60s","timeout":"90s"}`))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		selected = append(selected, strings.TrimPrefix(resp.Header.Get("Location"), "/v1/jobs/"))
+		_, _, loc := call("POST", "/v1/jobs", longJob)
+		selected = append(selected, strings.TrimPrefix(loc, "/v1/jobs/"))
 	}
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/jobs"),
@@ -160,29 +155,14 @@ func TestUIInABrowser(t *testing.T) {
 		t.Fatalf("the confirmed bulk cancel: %v", err)
 	}
 	for _, id := range selected {
-		req, _ := http.NewRequest("GET", c.http+"/v1/jobs/"+id, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := readAll(resp)
-		resp.Body.Close()
-		if !strings.Contains(body, `"state":"canceled"`) {
+		if _, body, _ := call("GET", "/v1/jobs/"+id, ""); !strings.Contains(body, `"state":"canceled"`) {
 			t.Fatalf("job %s after the bulk cancel: %s", id, body)
 		}
 	}
 
 	// A periodic job set through the API is on its page, deleted by a click.
-	req, _ = http.NewRequest("PUT", c.http+"/v1/periodic/nightly", strings.NewReader(`{"every":"@every 1h","kind":"sleep","duration":"1ms"}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("a periodic job: %d", resp.StatusCode)
+	if code, body, _ := call("PUT", "/v1/periodic/nightly", `{"every":"@every 1h","kind":"sleep","duration":"1ms"}`); code != 200 {
+		t.Fatalf("a periodic job: %d %s", code, body)
 	}
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/periodic"),
@@ -213,17 +193,8 @@ func TestUIInABrowser(t *testing.T) {
 	if !strings.Contains(body, "refused") {
 		t.Fatalf("another site's form was answered %q", body)
 	}
-	req, _ = http.NewRequest("GET", c.http+"/v1/queues", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var qs strings.Builder
-	_, _ = fmt.Fprint(&qs, readAll(resp))
-	if strings.Contains(qs.String(), `"paused":true`) {
-		t.Fatalf("another site's form paused the queue: %s", qs.String())
+	if _, qs, _ := call("GET", "/v1/queues", ""); strings.Contains(qs, `"paused":true`) {
+		t.Fatalf("another site's form paused the queue: %s", qs)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
