@@ -5,7 +5,8 @@ package jsjobs
 // server's authorization block grants them): its stream's and its
 // bucket's subjects and the JetStream API calls on those two streams that
 // it makes (their info, creation and update, messages read, deleted and
-// purged by subject, their consumers made, read, paused and pulled from,
+// purged by subject, any call on their consumers, which the runner makes,
+// reads, pauses, pulls from, and deletes when an ordered one is replaced,
 // acks), the cancels, and replies on its inboxes. Not another stream's,
 // not a stream's deletion, not the server's or the system account's.
 type Permissions struct {

@@ -160,6 +160,55 @@ func TestUIInABrowser(t *testing.T) {
 		}
 	}
 
+	// A job that timed out is a group on the failures page, run again by
+	// its "Retry all"; a search by its id finds it alone.
+	code, _, loc = call("POST", "/v1/jobs", `{"kind":"sleep","duration":"5s","timeout":"10ms","max_attempts":1}`)
+	failed := strings.TrimPrefix(loc, "/v1/jobs/")
+	if code != 202 {
+		t.Fatalf("a job to time out: %d", code)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, body, _ := call("GET", "/v1/jobs/"+failed, ""); strings.Contains(body, `"state":"timed_out"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s did not time out in 10 s", failed)
+		}
+	}
+	screenshot(t, ctx, base+"/ui/", "overview")
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/failures"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-kind="sleep"] .retry-group`)),
+	); err != nil {
+		t.Fatalf("the failures page: %v", err)
+	}
+	screenshot(t, ctx, "", "failures")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`tr[data-kind="sleep"] .retry-group`))); err != nil {
+		t.Fatalf("retry all: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, body, _ := call("GET", "/v1/jobs/"+failed, "")
+		if strings.Contains(body, `"retries":1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after retry all, the job reads %s", body)
+		}
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.SendKeys(chromedp.CSS("#q"), failed),
+		chromedp.Submit(chromedp.CSS("#q")),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"]`, failed))),
+	); err != nil {
+		t.Fatalf("a search by id: %v", err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("tr[data-id]").length`))
+	if err != nil || rows != 1 {
+		t.Fatalf("a search by id shows %d jobs (%v), want 1", rows, err)
+	}
+	screenshot(t, ctx, "", "search")
+
 	// A periodic job set through the API is on its page, deleted by a click.
 	if code, body, _ := call("PUT", "/v1/periodic/nightly", `{"every":"@every 1h","kind":"sleep","duration":"1ms"}`); code != 200 {
 		t.Fatalf("a periodic job: %d %s", code, body)
@@ -214,5 +263,28 @@ func readAll(resp *http.Response) string {
 		if err != nil {
 			return b.String()
 		}
+	}
+}
+
+// screenshot saves the page (at url, or the current one) as NAME.png (a
+// quality of 100 is PNG; below, JPEG) in
+// $UI_SCREENSHOTS, when set: the pages as a person sees them, to look at.
+func screenshot(t *testing.T, ctx context.Context, url, name string) {
+	t.Helper()
+	dir := os.Getenv("UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if url != "" {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

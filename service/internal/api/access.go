@@ -58,10 +58,10 @@ func (a *API) forbid(w http.ResponseWriter, r *http.Request, caller auth.Caller,
 }
 
 // serve runs the endpoint of r's method among methods, once its caller
-// is known (a token is asked of every method of a route that has a scope,
-// before the method is looked at) and holds the endpoint's scope; a call
-// of an audited endpoint, refused or not, writes an audit line.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, route, allow string, methods map[string]endpoint) {
+// is known (a token is asked of every method of a guarded route, one with
+// a scope, before the method is looked at) and holds the endpoint's scope;
+// a call of an audited endpoint, refused or not, writes an audit line.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, route, allow string, guard bool, methods map[string]endpoint) {
 	e, found := methods[r.Method]
 	if !found && r.Method == http.MethodHead {
 		e, found = methods[http.MethodGet]
@@ -70,13 +70,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, route, allow string,
 	if found && e.audit {
 		defer func() { a.audit(w, r, route, caller, known) }()
 	}
-	if guarded(methods) {
+	if guard {
 		if why := a.foreign(r); why != "" {
 			a.fail(w, r, http.StatusForbidden, why)
 			return
 		}
 	}
-	if a.Auth != nil && guarded(methods) {
+	if a.Auth != nil && guard {
 		if caller, known = a.authenticate(w, r); !known {
 			return
 		}
@@ -94,6 +94,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, route, allow string,
 	}
 }
 
+// guarded reports whether a route asks for a token: one of its methods
+// has a scope.
 func guarded(methods map[string]endpoint) bool {
 	for _, e := range methods {
 		if e.scope != "" {

@@ -100,12 +100,13 @@ func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range a.routes() {
 		allow := strings.Join(slices.Sorted(maps.Keys(rt.methods)), ", ")
+		guard := guarded(rt.methods)
 		mux.Handle(rt.pattern, a.wrap(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-			a.serve(w, r, rt.pattern, allow, rt.methods)
+			a.serve(w, r, rt.pattern, allow, guard, rt.methods)
 		}))
 	}
 	if a.UI != nil {
-		mux.Handle("/ui/", a.wrap("/ui/", a.UI.ServeHTTP))
+		mux.Handle("/ui/", a.wrap("/ui/", a.forms(a.UI)))
 	}
 	mux.Handle("/", a.wrap("other", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "no such endpoint: "+quoteShort(r.URL.Path))
@@ -511,9 +512,20 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyF
 			return false
 		}
 	}
-	// The body is read within the request timeout, and no longer than the
-	// stop allows: a client that stalls mid-body gets 408, and its
-	// connection is closed.
+	done := a.readWindow(w)
+	ok := a.decodeBody(w, r, v, fields)
+	done(ok)
+	return ok
+}
+
+// readWindow bounds the read of a request's body: within the request
+// timeout, and no longer than the stop allows, so that a client that
+// stalls mid-body gets 408 and its connection is closed. done(ok) ends the
+// window: read whole (ok), the deadline must not outlive the body (the
+// server's background read of the connection would cancel the request at
+// it); after a failure it stays, so that the server does not wait for the
+// rest of the body before closing the connection.
+func (a *API) readWindow(w http.ResponseWriter) (done func(ok bool)) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(a.RequestTimeout))
 	var (
@@ -527,19 +539,43 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any, fields bodyF
 			_ = rc.SetReadDeadline(time.Now())
 		}
 	})
-	ok := a.decodeBody(w, r, v, fields)
-	mu.Lock()
-	reading = false
-	mu.Unlock()
-	stop()
-	if ok {
-		// Read whole: the deadline must not outlive the body (the server's
-		// background read of the connection would cancel the request at
-		// it). After a failure it stays, so that the server does not wait
-		// for the rest of the body before closing the connection.
-		_ = rc.SetReadDeadline(time.Time{})
+	return func(ok bool) {
+		mu.Lock()
+		reading = false
+		mu.Unlock()
+		stop()
+		if ok {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 	}
-	return ok
+}
+
+// forms reads a form POST's body for h (the UI) as the API reads a JSON
+// one: at most MaxBody bytes, within the read window; a body too large or
+// too slow is answered 413 or 408 before h runs.
+func (a *API) forms(h http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, a.MaxBody)
+			done := a.readWindow(w)
+			err := r.ParseForm()
+			done(err == nil)
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				w.Header().Set("Connection", "close")
+				a.fail(w, r, http.StatusRequestTimeout, fmt.Sprintf("body not received within the request timeout (%v)", a.RequestTimeout))
+				return
+			case errors.As(err, &tooBig):
+				a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", tooBig.Limit))
+				return
+			case err != nil:
+				a.fail(w, r, http.StatusBadRequest, "malformed form: "+err.Error())
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}
 }
 
 func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any, fields bodyFields) bool {

@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs/memjobs"
 	"github.com/crew-go/crew/service/internal/api"
 	"github.com/crew-go/crew/service/internal/kinds"
 	"golang.org/x/sync/errgroup"
@@ -87,5 +90,40 @@ func BenchmarkFactorialHTTP(b *testing.B) {
 				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*n), "ns/number")
 			})
 		}
+	}
+}
+
+// BenchmarkSubmitHTTP: POST /v1/jobs through HTTP into memjobs, with the
+// audit line each submit writes (a JSON log) and without a log: what the
+// audit costs a submit.
+func BenchmarkSubmitHTTP(b *testing.B) {
+	for _, name := range []string{"audit", "no-log"} {
+		b.Run(name, func(b *testing.B) {
+			pool, err := crew.New(crew.WithQueueSize(crew.MaxQueueSize))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			a := &api.API{Pool: pool, MaxNumbers: 16, MaxBody: 4096, RequestTimeout: time.Minute, RetryAfter: time.Second,
+				Jobs: &memjobs.Runner{Pool: pool, Store: memjobs.NewStore(1000, time.Hour, nil, nil), Kinds: kinds.New(), DefaultTimeout: time.Second, MaxTimeout: time.Minute}}
+			if name == "audit" {
+				a.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+			}
+			srv := httptest.NewServer(a.Handler())
+			defer srv.Close()
+			client := srv.Client()
+			b.ResetTimer()
+			for b.Loop() {
+				resp, err := client.Post(srv.URL+"/v1/jobs", "application/json", strings.NewReader(`{"kind":"factorial","n":5}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 202 {
+					b.Fatalf("%d", resp.StatusCode)
+				}
+			}
+		})
 	}
 }

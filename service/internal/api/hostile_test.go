@@ -323,3 +323,41 @@ func TestNumbersRefusedByTheirCount(t *testing.T) {
 		t.Fatalf("a body of %d bytes allocated %d bytes", len(body), got)
 	}
 }
+
+// TestUIFormsBounded: a form posted to the UI is read as the API reads a
+// JSON body: a body that stalls is answered 408 at the request timeout
+// (its connection closed), one over the body limit 413, both before the
+// UI sees them; a whole form reaches the UI parsed.
+func TestUIFormsBounded(t *testing.T) {
+	f := newFixture(t)
+	f.api.RequestTimeout = 100 * time.Millisecond
+	f.api.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ui saw "+r.PostForm.Get("a"))
+	})
+	f.srv.Config.Handler = f.api.Handler()
+	conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /ui/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\na="); err != nil {
+		t.Fatal(err)
+	}
+	read408(t, conn, bufio.NewReader(conn), "body not received within the request timeout (100ms)")
+
+	post := func(body string) (int, string) {
+		resp, err := http.Post(f.srv.URL+"/ui/login", "application/x-www-form-urlencoded", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	if code, body := post("a=" + strings.Repeat("x", 5000)); code != http.StatusRequestEntityTooLarge || strings.Contains(body, "ui saw") {
+		t.Fatalf("a form over the body limit: %d %s", code, body)
+	}
+	if code, body := post("a=b"); code != 200 || body != "ui saw b" {
+		t.Fatalf("a form: %d %s", code, body)
+	}
+}

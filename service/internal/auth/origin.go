@@ -18,6 +18,14 @@ import (
 // request (it sends no CORS headers); clients that are not browsers send
 // neither header.
 func Foreign(r *http.Request, localOnly bool) string {
+	if why := CrossSite(r); why != "" {
+		return why
+	}
+	return NotLocal(r, localOnly)
+}
+
+// CrossSite says why r is a browser's request from another site, or "".
+func CrossSite(r *http.Request) string {
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 		return "a request from another site (Sec-Fetch-Site: " + site + ") is refused"
 	}
@@ -27,6 +35,12 @@ func Foreign(r *http.Request, localOnly bool) string {
 			return "a request from another origin (Origin " + short(origin) + ") is refused"
 		}
 	}
+	return ""
+}
+
+// NotLocal says why r, when localOnly, names a host that is not this
+// machine (DNS rebinding), or "".
+func NotLocal(r *http.Request, localOnly bool) string {
 	if localOnly && !LocalHost(r.Host) {
 		return "crewd serves this machine only (no -api-tokens): a request to host " + short(r.Host) + " is refused; use localhost or 127.0.0.1"
 	}

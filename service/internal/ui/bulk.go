@@ -41,14 +41,13 @@ func (u *UI) bulk(w http.ResponseWriter, r *http.Request) {
 			}{action, ids, back(r)}})
 		return
 	}
-	do := u.cancel
+	do := u.cancelJob
 	if action == "retry" {
-		do = u.retry
+		do = u.retryJob
 	}
 	done := 0
 	for _, id := range ids {
-		r.SetPathValue("id", id)
-		if _, status, err := do(r); err == nil && status < 300 {
+		if _, err := do(r.Context(), id); err == nil {
 			done++
 		}
 	}

@@ -13,8 +13,9 @@ import (
 )
 
 // maxFailures bounds the failed jobs a failures page or a group's retry
-// reads: beyond it, the page says so.
-const maxFailures = 10_000
+// reads (each a read of its record from the store: a page view must not
+// load it); beyond it, the page says so.
+const maxFailures = 2000
 
 // failureGroup is the failed jobs of one kind with one error.
 type failureGroup struct {
@@ -92,8 +93,7 @@ func (u *UI) failuresPage(w http.ResponseWriter, r *http.Request, v view) {
 // retryGroup retries every job of a group (state, kind, error), as read
 // now: one Retry each, the count in the audit line.
 func (u *UI) retryGroup(r *http.Request) (string, int, error) {
-	re, ok := u.Jobs.(jobs.Retrier)
-	if !ok {
+	if _, ok := u.Jobs.(jobs.Retrier); !ok {
 		return "", http.StatusBadRequest, errors.New("this job store retries no job")
 	}
 	state, kind, msg := jobs.State(r.PostFormValue("state")), r.PostFormValue("kind"), r.PostFormValue("error")
@@ -121,7 +121,7 @@ func (u *UI) retryGroup(r *http.Request) (string, int, error) {
 	}
 	retried := 0
 	for _, id := range ids {
-		if _, err := re.Retry(r.Context(), id); err == nil {
+		if _, err := u.retryJob(r.Context(), id); err == nil {
 			retried++
 		}
 	}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,13 +18,7 @@ import (
 func urlQuery(s string) string { return url.QueryEscape(s) }
 
 // next is where a login goes back to: a page of the UI, nothing else.
-func next(r *http.Request) string {
-	n := r.FormValue("next")
-	if !strings.HasPrefix(n, "/ui/") || strings.HasPrefix(n, "/ui//") || strings.ContainsAny(n, "\\\r\n") {
-		return "/ui/"
-	}
-	return n
-}
+func next(r *http.Request) string { return uiPath(r.FormValue("next")) }
 
 func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
 	if u.Auth == nil {
@@ -113,9 +108,9 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 }
 
 // maxScan bounds the records a page of jobs filtered by queue or text
-// reads: such a filter looks at the newest records of the state and kind
+// reads (each a read of its record from the store): such a filter looks at the newest records of the state and kind
 // asked for, page by page, and says when it stopped.
-const maxScan = 5000
+const maxScan = 2000
 
 // jobList is a page of jobs, newest first, filtered by state and kind (the
 // store's own filters), and by queue and text (a job's id, arguments,
@@ -219,40 +214,52 @@ func (u *UI) job(w http.ResponseWriter, r *http.Request, v view) {
 
 func (u *UI) cancel(r *http.Request) (string, int, error) {
 	id := r.PathValue("id")
-	c, ok := u.Jobs.(jobs.Canceler)
-	if !ok || !jobs.ValidID(id) {
-		return id, http.StatusBadRequest, errors.New("this job cannot be canceled here")
-	}
-	_, _, err := c.Cancel(r.Context(), id)
-	var ended *jobs.EndedError
-	switch {
-	case errors.As(err, &ended):
-		return id, http.StatusConflict, fmt.Errorf("job %s has ended: %s", id, ended.State)
-	case errors.Is(err, jobs.ErrNotFound):
-		return id, http.StatusNotFound, fmt.Errorf("no job %s", id)
-	case err != nil:
-		return id, http.StatusServiceUnavailable, err
-	}
-	return id, http.StatusOK, nil
+	status, err := u.cancelJob(r.Context(), id)
+	return id, status, err
 }
 
 func (u *UI) retry(r *http.Request) (string, int, error) {
 	id := r.PathValue("id")
-	re, ok := u.Jobs.(jobs.Retrier)
+	status, err := u.retryJob(r.Context(), id)
+	return id, status, err
+}
+
+// cancelJob cancels job id; the status says how it went.
+func (u *UI) cancelJob(ctx context.Context, id string) (int, error) {
+	c, ok := u.Jobs.(jobs.Canceler)
 	if !ok || !jobs.ValidID(id) {
-		return id, http.StatusBadRequest, errors.New("this job cannot be retried here")
+		return http.StatusBadRequest, errors.New("this job cannot be canceled here")
 	}
-	_, err := re.Retry(r.Context(), id)
+	_, _, err := c.Cancel(ctx, id)
 	var ended *jobs.EndedError
 	switch {
 	case errors.As(err, &ended):
-		return id, http.StatusConflict, fmt.Errorf("job %s has %s: only a failed, timed_out, canceled or not_run job is retried", id, ended.State)
+		return http.StatusConflict, fmt.Errorf("job %s has ended: %s", id, ended.State)
 	case errors.Is(err, jobs.ErrNotFound):
-		return id, http.StatusNotFound, fmt.Errorf("no job %s", id)
+		return http.StatusNotFound, fmt.Errorf("no job %s", id)
 	case err != nil:
-		return id, http.StatusConflict, err
+		return http.StatusServiceUnavailable, err
 	}
-	return id, http.StatusOK, nil
+	return http.StatusOK, nil
+}
+
+// retryJob runs job id again; the status says how it went.
+func (u *UI) retryJob(ctx context.Context, id string) (int, error) {
+	re, ok := u.Jobs.(jobs.Retrier)
+	if !ok || !jobs.ValidID(id) {
+		return http.StatusBadRequest, errors.New("this job cannot be retried here")
+	}
+	_, err := re.Retry(ctx, id)
+	var ended *jobs.EndedError
+	switch {
+	case errors.As(err, &ended):
+		return http.StatusConflict, fmt.Errorf("job %s has %s: only a failed, timed_out, canceled or not_run job is retried", id, ended.State)
+	case errors.Is(err, jobs.ErrNotFound):
+		return http.StatusNotFound, fmt.Errorf("no job %s", id)
+	case err != nil:
+		return http.StatusConflict, err
+	}
+	return http.StatusOK, nil
 }
 
 func (u *UI) pause(paused bool) func(r *http.Request) (string, int, error) {

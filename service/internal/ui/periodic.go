@@ -31,6 +31,9 @@ func (u *UI) deletePeriodic(r *http.Request) (string, int, error) {
 	if !ok {
 		return name, http.StatusBadRequest, errors.New("this job store has no periodic jobs")
 	}
+	if err := jobs.CheckPeriodicName(name); err != nil {
+		return "", http.StatusBadRequest, err
+	}
 	err := s.DeletePeriodic(r.Context(), name)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):

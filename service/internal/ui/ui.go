@@ -102,9 +102,9 @@ type view struct {
 // login, then back here.
 func (u *UI) page(h func(w http.ResponseWriter, r *http.Request, v view)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := auth.Foreign(r, u.LocalOnly && u.Auth == nil); why != "" && !strings.HasPrefix(why, "a request from another") {
-			// A link followed from another site is a navigation, not an
-			// attack: only a name not this machine's is refused here.
+		// A link followed from another site is a navigation, not an
+		// attack: only a name not this machine's is refused here.
+		if why := auth.NotLocal(r, u.LocalOnly && u.Auth == nil); why != "" {
 			u.message(w, r, http.StatusForbidden, why)
 			return
 		}
@@ -163,12 +163,16 @@ func (u *UI) admitted(w http.ResponseWriter, r *http.Request) (session, bool) {
 }
 
 // back is where an action goes back to: the form's page of the UI.
-func back(r *http.Request) string {
-	b := r.PostFormValue("back")
-	if !strings.HasPrefix(b, "/ui/") || strings.HasPrefix(b, "/ui//") || strings.ContainsAny(b, "\\\r\n") {
+func back(r *http.Request) string { return uiPath(r.PostFormValue("back")) }
+
+// uiPath is p if it is a page of the UI, else the overview: a form's or a
+// login's way back never leaves the UI (no //host, no backslash, no line
+// break).
+func uiPath(p string) string {
+	if !strings.HasPrefix(p, "/ui/") || strings.HasPrefix(p, "/ui//") || strings.ContainsAny(p, "\\\r\n") {
 		return "/ui/"
 	}
-	return b
+	return p
 }
 
 // audit writes the audit line of a UI action, as the API does of its calls.
