@@ -76,6 +76,10 @@ type Spec struct {
 	// Queue is the queue the job waits in, run by the processes that
 	// serve it; "" is DefaultQueue.
 	Queue string `json:"queue,omitempty"`
+	// Priority orders the jobs waiting in one queue: 1 starts first, then
+	// 2, 3 and 4, each in submit order; 0 is DefaultPriority. Only the
+	// JetStream store keeps it (memjobs runs its jobs in submit order).
+	Priority int `json:"priority,omitempty"`
 	// Submitter names who submitted the job, as the submitting program
 	// knows them (crewd: the name of the API token that did); "" for no
 	// one named. It travels beside the job, not in it: it is no part of

@@ -307,6 +307,7 @@ func Timeouts(def, longest time.Duration) (time.Duration, time.Duration) {
 // arguments normalised, and the function that runs it once.
 type Prepared struct {
 	Queue       string // the spec's, DefaultQueue when it names none
+	Priority    int    // the spec's, DefaultPriority when it names none
 	Timeout     time.Duration
 	MaxAttempts int       // the spec's, else the kind's; 0: the runner's default
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
@@ -374,6 +375,13 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 			return Prepared{}, err
 		}
 	}
+	if err := CheckPriority(spec.Priority); err != nil {
+		return Prepared{}, err
+	}
+	priority := cmp.Or(spec.Priority, DefaultPriority)
+	if spec.Priority == DefaultPriority {
+		spec.Priority = 0 // as it travels, as the default queue's name
+	}
 	switch {
 	case spec.Delay < 0:
 		return Prepared{}, &InvalidError{fmt.Sprintf(`"delay" %v: want 0 or more`, time.Duration(spec.Delay))}
@@ -385,7 +393,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Timeout: timeout, MaxAttempts: spec.MaxAttempts, Submitter: spec.Submitter, Run: run}
+	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Priority: priority, Timeout: timeout, MaxAttempts: spec.MaxAttempts, Submitter: spec.Submitter, Run: run}
 	if job.MaxAttempts == 0 {
 		job.MaxAttempts = k.maxAttempts
 	}

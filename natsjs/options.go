@@ -59,6 +59,7 @@ type options struct {
 	conn        *nats.Conn
 	journal     string
 	recovered   func(context.Context, Recovered)
+	lower       []jetstream.Consumer
 }
 
 func defaultOptions() options {

@@ -41,6 +41,16 @@ import (
 //     unnoticed; a stop waits for it at most maxPullWait, then cancels it.
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
+//  5. Priorities (WithLowerPriority: lanes.go). A Source over several
+//     consumers takes, with the credit of rule 1, what waits now in the
+//     first, then in the next with what credit is left, and so on, one
+//     such sweep at a time: a message waiting in a consumer starts before
+//     any waiting in the ones after it, once the messages already held
+//     have started. A sweep that finds nothing leaves one pull of one
+//     message waiting on the server per consumer (a watch), and sweeps
+//     again once a watch brings one: a watch's message is taken beyond
+//     the credit, so a Source holds at most one message a consumer more
+//     than rule 1 says.
 
 // maxPullWait bounds how long a stop lets a pull run out before it
 // cancels it (rule 3): the default pull expiry.
@@ -99,6 +109,10 @@ func (s *Source) pull() {
 	credit := free + size - unstarted - s.requested - max(0, resting-MaxWindowFactor*st.MaxWorkers)
 	threshold := max(1, (st.MaxWorkers+size)/2)
 	s.freed, s.threshold = 0, threshold
+	if len(s.lanes) > 1 {
+		s.pullLanes(credit + s.watching) // rule 5
+		return
+	}
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {
 		return
 	}
@@ -115,18 +129,41 @@ func (s *Source) pull() {
 func (s *Source) fetch(n int) {
 	ctx, cancel := context.WithTimeout(s.fetchCtx, s.o.pullExpiry)
 	defer cancel()
-	got := 0
-	batch, err := s.cons.Fetch(n, jetstream.FetchContext(ctx))
-	if err == nil {
-		for jm := range batch.Messages() {
-			got++
-			s.receive(jm)
-		}
-		err = batch.Error()
-	}
+	got, err := s.take(s.cons, n, ctx)
 	s.mu.Lock()
 	s.requested -= n - got
 	s.backlog = got == n // a full batch: the stream had more (window.go)
+	s.fetched(got, err)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// take pulls up to n messages from c and receives them: with ctx, a pull
+// that waits on the server until ctx ends; without, one that takes only
+// what waits now (no-wait).
+func (s *Source) take(c jetstream.Consumer, n int, ctx context.Context) (int, error) {
+	var batch jetstream.MessageBatch
+	var err error
+	if ctx != nil {
+		batch, err = c.Fetch(n, jetstream.FetchContext(ctx))
+	} else {
+		batch, err = c.FetchNoWait(n)
+	}
+	if err != nil {
+		return 0, err
+	}
+	got := 0
+	for jm := range batch.Messages() {
+		got++
+		s.receive(jm)
+	}
+	return got, batch.Error()
+}
+
+// fetched ends a pull request that received got messages and ended with
+// err (rules 3 and 4). Called with s.mu held; it may release it and
+// stop the Source, and holds it again when it returns.
+func (s *Source) fetched(got int, err error) {
 	s.fetches--
 	if s.stopping && s.fetches == 0 {
 		s.endPulls.Do(func() { close(s.pullsEnded) })
@@ -144,16 +181,13 @@ func (s *Source) fetch(n int) {
 		}
 		s.mu.Unlock()
 		s.beginStop()
-		s.signal()
-		return
+		s.mu.Lock()
 	default:
 		s.retryAt = time.Now().Add(pullRetry)
 		if s.o.logger != nil {
 			s.o.logger.Warn("natsjs: pull failed", "stream", s.stream, "consumer", s.consumer, "error", err)
 		}
 	}
-	s.mu.Unlock()
-	s.signal()
 }
 
 // receive takes a delivered message: holds it, and makes it a task on the

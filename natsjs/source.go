@@ -84,6 +84,15 @@ type Source struct {
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
 
+	// lanes are the consumers a Source takes from in order: its own, then
+	// WithLowerPriority's; nil for one consumer (lanes.go).
+	lanes    []jetstream.Consumer
+	watched  []bool // a lane has a watch waiting on the server
+	watching int    // watches in flight, each asking one message
+	sweeping bool   // a sweep is in flight
+	idle     bool   // the last sweep found nothing
+	woken    bool   // a watch brought a message since the last sweep
+
 	journal   *journal // WithJournal's; nil without
 	noted     []note   // the deliveries a killed Source left noted held
 	notedBeat time.Time
@@ -138,6 +147,9 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	s.maxDeliver = s.serverMaxDeliver
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
+	}
+	if err := s.checkLanes(o.lower); err != nil {
+		return nil, err
 	}
 	s.afterMax.Store(int64(pool.Stats().MaxWorkers))
 	s.window = newWindow(o.window, s.ackWait)
@@ -431,14 +443,22 @@ func (s *Source) Stream() string { return s.stream }
 // Consumer returns the consumer's name.
 func (s *Source) Consumer() string { return s.consumer }
 
-// Lag returns the consumer's lag as the server sees it now: messages not yet
+// Lag returns the consumer's lag (its lanes' together) as the server sees it now: messages not yet
 // delivered plus messages delivered and not yet acked.
 func (s *Source) Lag(ctx context.Context) (uint64, error) {
-	info, err := s.cons.Info(ctx)
-	if err != nil {
-		return 0, err
+	lanes := s.lanes
+	if lanes == nil {
+		lanes = []jetstream.Consumer{s.cons}
 	}
-	return info.NumPending + uint64(max(0, info.NumAckPending)), nil
+	var lag uint64
+	for _, c := range lanes {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		lag += info.NumPending + uint64(max(0, info.NumAckPending))
+	}
+	return lag, nil
 }
 
 func (s *Source) logWarn(msg string, m *Msg, err error) {

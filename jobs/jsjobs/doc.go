@@ -1,7 +1,9 @@
 // Package jsjobs is the durable job store, on NATS JetStream: a job is a
 // message in a stream, its record a key in a key-value bucket, and a
 // natsjs.Source runs the jobs on a crew pool through Runner.Handle, at
-// least once, on whichever process pulls them. New finds or creates the
+// least once, on whichever process pulls them. Jobs wait in named queues,
+// each with its priorities (1 first), its limit of jobs running and its
+// rate of jobs started across every process, and its pause. New finds or creates the
 // stream, the consumer and the bucket; the Runner accepts jobs (Submit,
 // SubmitOnce with an idempotency key), answers for their records (Get),
 // counts attempts, holds a job's lease while it runs, never counts an
@@ -24,7 +26,9 @@
 //   - runner.go: the Runner over those parts, and its Config;
 //   - its methods, short orchestration over the parts: availability.go,
 //     submit.go, get.go, keyed.go, cancel.go, deadletter.go, list.go,
-//     queues.go, periodic.go, collector.go; a delivery read as a pipeline
+//     lanes.go (a queue's priorities, a consumer each), queues.go,
+//     rate.go (a queue's starts a period), periodic.go, collector.go; a
+//     delivery read as a pipeline
 //     of steps, each with its own result: delivery.go (decode), mark.go
 //     (the record marked running), run.go (the run), end.go and keep.go
 //     (its end recorded), with handle.go on top;

@@ -75,6 +75,12 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 		})
 	}
 	j := r.decode(id, d.data)
+	if j.bad == "" {
+		// Its start under its queue's rate, if the queue has one (rate.go).
+		if err := r.paced(ctx, j.job.Queue); err != nil {
+			return err
+		}
+	}
 	var run jobRun
 	var m marking
 	// A cancel of the job ends the run's context (running.go).

@@ -30,7 +30,7 @@ type index struct {
 	lists   []stateList // by the state's place in jobs.States
 	kinds   []string
 	kindOf  map[string]uint16
-	queues  []string // the queues of jobs waiting, by their number in a slot; the default first
+	queues  []string // the lanes of jobs waiting (consumerOf("", queue, priority)), by their number in a slot; the default first
 	queueOf map[string]uint16
 }
 
@@ -54,7 +54,7 @@ type slot struct {
 	seq     uint64 // its message's stream sequence, or its record's revision
 	retryOf uint64 // a Retry's message: the revision of the record it retries
 	kind    uint16
-	queue   uint16 // a message's queue (index.queues)
+	queue   uint16 // a message's lane (index.queues)
 	state   uint8  // its list
 	fromMsg bool
 }

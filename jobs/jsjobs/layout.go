@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/crew-go/crew/jobs"
@@ -10,11 +11,14 @@ import (
 // NATS: every subject, stream name and header the Runner reads or writes
 // is spelled here, and nowhere else.
 //
-//	<stream>.<id>             a job waiting in the default queue; the consumer
-//	                          reads <stream>.* and <stream>.every.*
+//	<stream>.<id>             a job waiting in the default queue at the default
+//	                          priority; the consumer reads <stream>.* and <stream>.every.*
 //	<stream>.every.<name>     a periodic job's tick (periodic.go)
 //	<stream>.q.<queue>.<id>   a job waiting in a named queue; that queue's
 //	                          consumer, <consumer>-q-<queue>, reads <stream>.q.<queue>.*
+//	<stream>[.q.<queue>].p<N>.<id>  a job of priority N (1, 3 or 4) waiting; its
+//	                          lane's consumer, <consumer>-p<N>[-q-<queue>], reads
+//	                          <stream>[.q.<queue>].p<N>.* (lanes.go)
 //	<stream>-at.<id>          a job due later, which the server publishes
 //	                          to <stream>.<id> at its time; no consumer reads it
 //	<stream>-at.every.<name>  a periodic job's schedule
@@ -56,19 +60,34 @@ const (
 	headerScheduleNext   = "Nats-Schedule-Next"      // a tick's: when the next is due
 )
 
-func (l layout) job(id string) string      { return l.stream + "." + id }
-func (l layout) jobs() string              { return l.stream + ".>" }
-func (l layout) defaults() []string        { return []string{l.stream + ".*", l.tick("*")} }
-func (l layout) queued(id string) string   { return l.stream + ".q.*." + id }
-func (l layout) queueJobs(q string) string { return l.stream + ".q." + q + ".*" }
+func (l layout) job(id string) string { return l.stream + "." + id }
+func (l layout) jobs() string         { return l.stream + ".>" }
+func (l layout) defaults() []string   { return []string{l.stream + ".*", l.tick("*")} }
 
-// in is the subject of job id waiting in queue q.
-func (l layout) in(q, id string) string {
-	if q == "" || q == jobs.DefaultQueue {
-		return l.job(id)
-	}
-	return l.stream + ".q." + q + "." + id
+// waitingAt are the subjects job id may wait under, the most common
+// first: the default queue, a named one, a priority of either.
+func (l layout) waitingAt(id string) []string {
+	return []string{l.job(id), l.stream + ".q.*." + id, l.stream + ".*." + id, l.stream + ".q.*.*." + id}
 }
+
+// lane is where queue q's jobs of priority p wait, before their ids.
+func (l layout) lane(q string, p int) string {
+	s := l.stream
+	if q != "" && q != jobs.DefaultQueue {
+		s += ".q." + q
+	}
+	if p != 0 && p != jobs.DefaultPriority {
+		s += ".p" + strconv.Itoa(p)
+	}
+	return s
+}
+
+// laneJobs are queue q's jobs of priority p (the default queue's ticks
+// aside).
+func (l layout) laneJobs(q string, p int) string { return l.lane(q, p) + ".*" }
+
+// in is the subject of job id waiting in queue q at priority p.
+func (l layout) in(q string, p int, id string) string { return l.lane(q, p) + "." + id }
 
 // queueOf is the queue of a job's subject.
 func (l layout) queueOf(subject string) string {
@@ -80,12 +99,47 @@ func (l layout) queueOf(subject string) string {
 	return jobs.DefaultQueue
 }
 
-// consumer is the name of queue q's consumer, def the default queue's.
-func consumerOf(def, q string) string {
-	if q == "" || q == jobs.DefaultQueue {
-		return def
+// priorityOf is the priority of a job's subject.
+func (l layout) priorityOf(subject string) int {
+	if i := strings.LastIndexByte(subject, '.'); i >= 3 && subject[i-3] == '.' && subject[i-2] == 'p' {
+		if p := int(subject[i-1] - '0'); p >= 1 && p <= jobs.MaxPriority {
+			return p
+		}
 	}
-	return def + "-q-" + q
+	return jobs.DefaultPriority
+}
+
+// consumerOf is the name of the consumer of queue q's jobs of priority
+// p, def the default queue's at the default priority.
+func consumerOf(def, q string, p int) string {
+	name := def
+	if p != 0 && p != jobs.DefaultPriority {
+		name += "-p" + strconv.Itoa(p)
+	}
+	if q == "" || q == jobs.DefaultQueue {
+		return name
+	}
+	return name + "-q-" + q
+}
+
+// laneOf is the queue and priority of consumer name, def the default
+// queue's; ok false for a consumer of no lane.
+func laneOf(def, name string) (q string, p int, ok bool) {
+	rest, ok := strings.CutPrefix(name, def)
+	if !ok {
+		return "", 0, false
+	}
+	p = jobs.DefaultPriority
+	if len(rest) >= 3 && rest[:2] == "-p" && rest[2] >= '1' && rest[2] <= '0'+jobs.MaxPriority && rest[2] != '0'+jobs.DefaultPriority {
+		p, rest = int(rest[2]-'0'), rest[3:]
+	}
+	switch {
+	case rest == "":
+		return jobs.DefaultQueue, p, true
+	case strings.HasPrefix(rest, "-q-") && jobs.CheckQueue(rest[3:]) == nil:
+		return rest[3:], p, true
+	}
+	return "", 0, false
 }
 func (l layout) due(id string) string        { return l.stream + "-at." + id }
 func (l layout) dues() string                { return l.stream + "-at.>" }
@@ -115,11 +169,8 @@ func (l layout) parse(subject string) (subjectOf, string) {
 		if name, ok := strings.CutPrefix(rest, everyToken); ok {
 			return aTick, name
 		}
-		if rest, ok := strings.CutPrefix(rest, "q."); ok {
-			_, id, _ := strings.Cut(rest, ".")
-			return aJob, id
-		}
-		return aJob, rest
+		// A queue's and a priority's tokens come before the id, the last.
+		return aJob, rest[strings.LastIndexByte(rest, '.')+1:]
 	}
 	if rest, ok := strings.CutPrefix(subject, l.stream+"-at."); ok {
 		if name, ok := strings.CutPrefix(rest, everyToken); ok {

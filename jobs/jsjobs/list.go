@@ -83,12 +83,18 @@ func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
 	return t.index.counts(r.deliveredAll(ctx, t.index)), nil
 }
 
-// deliveredAll is how far each queue of the index's jobs has been
-// delivered.
+// deliveredAll is how far each lane of the index's jobs (a queue's
+// priority, named by consumerOf("", queue, priority)) has been delivered.
 func (r *Runner) deliveredAll(ctx context.Context, x *index) map[string]uint64 {
 	d := map[string]uint64{}
-	for _, q := range x.queueNames() {
-		d[q] = r.store.delivered(ctx, q)
+	for _, ln := range x.queueNames() {
+		q, p, ok := jobs.DefaultQueue, jobs.DefaultPriority, true
+		if ln != jobs.DefaultQueue {
+			q, p, ok = laneOf("", ln)
+		}
+		if ok {
+			d[ln] = r.store.delivered(ctx, q, p)
+		}
 	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crew-go/crew/jobs"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -115,6 +116,9 @@ func (r *Runner) setup(ctx context.Context, cfg Config) error {
 	}
 	if err := r.defaultQueueOnly(ctx, stream); err != nil {
 		return fmt.Errorf("consumer %q: %w", cfg.Consumer, err)
+	}
+	if _, err := r.lanes(ctx, jobs.DefaultQueue, r.store.cons); err != nil {
+		return fmt.Errorf("consumer %q: its priorities' lanes: %w", cfg.Consumer, err)
 	}
 	r.store.kv, err = findOrCreate(ctx, func() (jetstream.KeyValue, error) {
 		return js.CreateKeyValue(ctx, jetstream.KeyValueConfig{

@@ -180,9 +180,12 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 		return natsjs.Unavailable(fmt.Errorf("%w: a periodic job's tick without its stream sequence", jobs.ErrUnavailable))
 	}
 	id := tickID(name, seq)
-	var spec struct{ Queue string }
-	_ = json.Unmarshal(data, &spec) // its queue found when it was set
-	msg := &nats.Msg{Subject: r.layout.in(spec.Queue, id), Data: data, Header: nats.Header{}}
+	var spec struct {
+		Queue    string
+		Priority int
+	}
+	_ = json.Unmarshal(data, &spec) // its queue and priority found when it was set
+	msg := &nats.Msg{Subject: r.layout.in(spec.Queue, spec.Priority, id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerPeriodic, name)
 	if d.submitter != "" {
 		msg.Header.Set(headerSubmitter, d.submitter)

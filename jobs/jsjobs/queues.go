@@ -46,19 +46,20 @@ func (r *Runner) queueCons(ctx context.Context, q string) (jetstream.Consumer, e
 	qu := r.store.queue(q)
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
-	if qu.cons != nil {
-		return qu.cons, nil
+	ln := &qu.lanes[jobs.DefaultPriority]
+	if ln.cons != nil {
+		return ln.cons, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	cons, err := r.store.jobs.Consumer(ctx, consumerOf(r.store.consumer(), q))
+	cons, err := r.store.jobs.Consumer(ctx, consumerOf(r.store.consumer(), q, jobs.DefaultPriority))
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, errNoQueue
 	case err != nil:
 		return nil, storeError(err)
 	}
-	qu.cons = cons
+	ln.cons = cons
 	return cons, nil
 }
 
@@ -72,32 +73,31 @@ func (r *Runner) queueKnown(ctx context.Context, q string) error {
 	return nil
 }
 
-// makeQueue creates queue q's consumer with q's limit, or, when it exists,
-// sets that limit on it, its other settings (its pause among them) left
-// as they are; a queue as it is is left untouched.
+// makeQueue creates queue q's consumer (its default priority's lane) with
+// q's limit and rate, or, when it exists, sets those on it, its other
+// settings (its pause among them) left as they are; a queue as it is is
+// left untouched.
 func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	def := r.store.cons.CachedInfo().Config
 	cc := jetstream.ConsumerConfig{
-		Durable:       consumerOf(def.Durable, q.Name),
+		Durable:       consumerOf(def.Durable, q.Name, jobs.DefaultPriority),
 		Description:   "the job runners of queue " + q.Name,
-		FilterSubject: r.layout.queueJobs(q.Name),
+		FilterSubject: r.layout.laneJobs(q.Name, jobs.DefaultPriority),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       def.AckWait,
 		MaxDeliver:    -1, // as the default queue's: Handle bounds the runs
-		MaxAckPending: -1, // no limit
-	}
-	if q.Limit > 0 {
-		cc.MaxAckPending = q.Limit
+		MaxAckPending: limitOf(q),
+		Metadata:      rateMetadata(q),
 	}
 	cur, err := r.store.jobs.Consumer(ctx, cc.Durable)
 	switch {
-	case err == nil && cur.CachedInfo().Config.MaxAckPending == cc.MaxAckPending:
+	case err == nil && queueSettled(cur.CachedInfo().Config, q):
 		return cur, nil
 	case err == nil:
 		old := cur.CachedInfo().Config
-		old.MaxAckPending = cc.MaxAckPending
+		old.MaxAckPending, old.Metadata = cc.MaxAckPending, cc.Metadata
 		cc = old
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, storeError(err)
@@ -109,14 +109,30 @@ func (r *Runner) makeQueue(ctx context.Context, q jobs.Queue) (jetstream.Consume
 	return cons, nil
 }
 
+// limitOf is q's Limit as a consumer's MaxAckPending: -1 for none.
+func limitOf(q jobs.Queue) int {
+	if q.Limit > 0 {
+		return q.Limit
+	}
+	return -1
+}
+
+// queueSettled says whether a lane's config holds q's limit and rate.
+func queueSettled(cc jetstream.ConsumerConfig, q jobs.Queue) bool {
+	n, per := rateOf(cc.Metadata)
+	want, wantPer := rateOf(rateMetadata(q))
+	return max(-1, cc.MaxAckPending) == limitOf(q) && n == want && per == wantPer
+}
+
 // SetQueue sets queue q's settings for every process: its limit across
-// them all (0: none). A queue set again as it is is left as it is.
+// them all (0: none), on each of its priorities' lanes (lanes.go), and
+// its rate (rate.go). A queue set again as it is is left as it is.
 func (r *Runner) SetQueue(ctx context.Context, q jobs.Queue) error {
 	if err := q.Validate(); err != nil {
 		return err
 	}
-	if q.Name == jobs.DefaultQueue && q.Limit > 0 {
-		return &jobs.InvalidError{Reason: `"limit": the default queue has none; name a queue for the jobs to bound`}
+	if q.Name == jobs.DefaultQueue && (q.Limit > 0 || q.Rate > 0) {
+		return &jobs.InvalidError{Reason: `"limit" and "rate": the default queue has neither; name a queue for the jobs to bound`}
 	}
 	if err := r.connected(); err != nil {
 		return err
@@ -130,9 +146,23 @@ func (r *Runner) SetQueue(ctx context.Context, q jobs.Queue) error {
 	}
 	qu := r.store.queue(q.Name)
 	qu.mu.Lock()
-	qu.cons = cons
+	qu.lanes[jobs.DefaultPriority].cons = cons
 	qu.mu.Unlock()
-	return nil
+	// Its limit on every lane (the rate is the default lane's alone).
+	limit := limitOf(q)
+	return r.eachLane(ctx, q.Name, func(c jetstream.Consumer) error {
+		cc := c.CachedInfo().Config
+		if max(-1, cc.MaxAckPending) == limit {
+			return nil
+		}
+		cc.MaxAckPending = limit
+		uctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		defer cancel()
+		if _, err := r.store.jobs.UpdateConsumer(uctx, cc); err != nil {
+			return storeError(err)
+		}
+		return nil
+	})
 }
 
 // servedCons is queue q's consumer for a process that serves it, made
@@ -151,7 +181,7 @@ func (r *Runner) servedCons(ctx context.Context, q string) (jetstream.Consumer, 
 	}
 	qu := r.store.queue(q)
 	qu.mu.Lock()
-	qu.cons = cons
+	qu.lanes[jobs.DefaultPriority].cons = cons
 	qu.mu.Unlock()
 	return cons, nil
 }
@@ -181,24 +211,20 @@ func (r *Runner) pause(ctx context.Context, q string, until time.Time) error {
 	if err := jobs.CheckQueue(q); err != nil {
 		return err
 	}
-	cons, err := r.queueCons(ctx, q)
-	if errors.Is(err, errNoQueue) {
-		return fmt.Errorf("%w: queue %q: %v", jobs.ErrNotFound, q, err)
-	} else if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-	defer cancel()
-	name := cons.CachedInfo().Name
-	if until.IsZero() {
-		_, err = r.js.ResumeConsumer(ctx, r.layout.stream, name)
-	} else {
-		_, err = r.js.PauseConsumer(ctx, r.layout.stream, name, until)
-	}
-	if err != nil {
-		return storeError(err)
-	}
-	return nil
+	return r.eachLane(ctx, q, func(c jetstream.Consumer) error {
+		ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+		defer cancel()
+		var err error
+		if until.IsZero() {
+			_, err = r.js.ResumeConsumer(ctx, r.layout.stream, c.CachedInfo().Name)
+		} else {
+			_, err = r.js.PauseConsumer(ctx, r.layout.stream, c.CachedInfo().Name, until)
+		}
+		if err != nil {
+			return storeError(err)
+		}
+		return nil
+	})
 }
 
 // Queues reads every queue as the server holds it now: the default queue
@@ -212,29 +238,41 @@ func (r *Runner) Queues(ctx context.Context) ([]jobs.QueueInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	def := r.store.cons.CachedInfo().Name
-	var out []jobs.QueueInfo
+	byName := map[string]*jobs.QueueInfo{}
 	infos := r.store.jobs.ListConsumers(ctx)
 	for ci := range infos.Info() {
-		var name string
-		switch {
-		case ci.Name == def:
-			name = jobs.DefaultQueue
-		case strings.HasPrefix(ci.Name, def+"-q-"):
-			name = strings.TrimPrefix(ci.Name, def+"-q-")
-		default:
+		name, p, ok := laneOf(def, ci.Name)
+		if !ok {
 			continue // not a queue of these jobs
 		}
-		qi := jobs.QueueInfo{Queue: jobs.Queue{Name: name}, Waiting: int(ci.NumPending), Taken: ci.NumAckPending, Paused: ci.Paused}
+		qi := byName[name]
+		if qi == nil {
+			qi = &jobs.QueueInfo{Queue: jobs.Queue{Name: name}}
+			byName[name] = qi
+		}
+		qi.Waiting += int(ci.NumPending)
+		qi.Taken += ci.NumAckPending
+		if ci.NumPending > 0 {
+			if t := r.oldestWaiting(ctx, name, p, ci.Delivered.Stream); !t.IsZero() && (qi.OldestWaiting.IsZero() || t.Before(qi.OldestWaiting)) {
+				qi.OldestWaiting = t
+			}
+		}
+		if p != jobs.DefaultPriority {
+			continue
+		}
+		// The queue's settings, as its own consumer holds them.
+		qi.Paused = ci.Paused
 		if ci.Config.MaxAckPending > 0 && name != jobs.DefaultQueue {
 			qi.Limit = ci.Config.MaxAckPending
 		}
-		if qi.Waiting > 0 {
-			qi.OldestWaiting = r.oldestWaiting(ctx, name, ci.Delivered.Stream)
-		}
-		out = append(out, qi)
+		qi.Rate, qi.Per = rateOf(ci.Config.Metadata)
 	}
 	if err := infos.Err(); err != nil {
 		return nil, storeError(err)
+	}
+	out := make([]jobs.QueueInfo, 0, len(byName))
+	for _, qi := range byName {
+		out = append(out, *qi)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueInfo) int {
 		switch {
@@ -250,16 +288,13 @@ func (r *Runner) Queues(ctx context.Context) ([]jobs.QueueInfo, error) {
 	return out, nil
 }
 
-// oldestWaiting is when queue q's oldest waiting job was published (a job
-// due later: at its time), read as the first of q's messages after the
-// stream sequence its consumer has delivered up to: one request. Zero
-// when it cannot be read (the queue's length still says there is work).
-func (r *Runner) oldestWaiting(ctx context.Context, q string, delivered uint64) time.Time {
-	subject := r.layout.stream + ".*" // the default queue's jobs (its ticks aside)
-	if q != jobs.DefaultQueue {
-		subject = r.layout.queueJobs(q)
-	}
-	m, err := r.store.jobs.GetMsg(ctx, delivered+1, jetstream.WithGetMsgSubject(subject))
+// oldestWaiting is when queue q's oldest waiting job of priority p was
+// published (a job due later: at its time), read as the first of the
+// lane's messages after the stream sequence its consumer has delivered up
+// to: one request. Zero when it cannot be read (the queue's length still
+// says there is work).
+func (r *Runner) oldestWaiting(ctx context.Context, q string, p int, delivered uint64) time.Time {
+	m, err := r.store.jobs.GetMsg(ctx, delivered+1, jetstream.WithGetMsgSubject(r.layout.laneJobs(q, p)))
 	if err != nil {
 		return time.Time{}
 	}

@@ -52,6 +52,7 @@ type Runner struct {
 	running     runs         // the jobs running here, for Cancel (running.go)
 	late        lateEnds     // ends written after their lease was lost (late.go)
 	listing     listing      // the index List and Counts read (list.go)
+	rates       rates        // the queues' rates as last read (rate.go)
 	closing     sync.Once    // Close
 	closeErr    error        // the first Close's
 

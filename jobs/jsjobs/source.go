@@ -2,6 +2,7 @@ package jsjobs
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/crew-go/crew"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,19 +24,28 @@ import (
 // the periodic jobs' ticks) on pool: TracedHandle on the consumer, each
 // ack confirmed by the server (so that a finished job is not run again
 // after a crash), tasks named "job", and the journal of Config.Journal if
-// set; opts come after those and may override them. Its Run pulls until
-// its context ends. QueueSource serves a named queue.
+// set; opts come after those and may override them. It reads the queue's
+// priorities in order, each a consumer of its own (lanes.go). Its Run
+// pulls until its context ends. QueueSource serves a named queue.
 func (r *Runner) Source(pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source, error) {
-	return r.source(pool, r.store.cons, r.journal, opts)
+	return r.source(context.Background(), jobs.DefaultQueue, pool, r.store.cons, r.journal, opts)
 }
 
-// source is a Source on cons, with its journal if not "".
-func (r *Runner) source(pool *crew.Pool, cons jetstream.Consumer, journal string, opts []natsjs.Option) (*natsjs.Source, error) {
-	base := []natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job")}
+// source is a Source on queue q's lanes, cons its default priority's
+// (lanes.go), with its journal if not "".
+func (r *Runner) source(ctx context.Context, q string, pool *crew.Pool, cons jetstream.Consumer, journal string, opts []natsjs.Option) (*natsjs.Source, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: a Source needs a pool", natsjs.ErrInvalidOption)
+	}
+	lanes, err := r.lanes(ctx, q, cons)
+	if err != nil {
+		return nil, err
+	}
+	base := []natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job"), natsjs.WithLowerPriority(lanes[1:]...)}
 	if journal != "" {
 		base = append(base, natsjs.WithConn(r.js.Conn()), natsjs.WithJournal(journal), natsjs.WithRecovered(r.interrupted))
 	}
-	return natsjs.New(pool, cons, r.TracedHandle(), append(base, opts...)...)
+	return natsjs.New(pool, lanes[0], r.TracedHandle(), append(base, opts...)...)
 }
 
 // TracedHandle is Handle inside a consumer span, a child of the request
@@ -60,5 +70,5 @@ func (r *Runner) QueueSource(ctx context.Context, q string, pool *crew.Pool, opt
 	if journal != "" && q != jobs.DefaultQueue {
 		journal += "-" + q
 	}
-	return r.source(pool, cons, journal, opts)
+	return r.source(ctx, q, pool, cons, journal, opts)
 }

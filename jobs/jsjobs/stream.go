@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,12 +33,17 @@ type jobStream struct {
 	queues map[string]*queueState // the queues known here, by name: their consumers and how far each has delivered
 }
 
-// queueState is what the stream knows of one queue: its consumer, and how far
-// it has delivered (read at most every deliveredEvery).
+// queueState is what the stream knows of one queue: its lanes, a
+// consumer a priority, and how far each has delivered.
 type queueState struct {
-	cons jetstream.Consumer // nil until looked up
+	mu    sync.Mutex
+	lanes [jobs.MaxPriority + 1]laneState // by priority; [0] unused
+}
 
-	mu           sync.Mutex
+// laneState is one priority's consumer of a queue (nil until looked up)
+// and how far it has delivered (read at most every deliveredEvery).
+type laneState struct {
+	cons         jetstream.Consumer
 	deliveredSeq uint64
 	deliveredAt  time.Time
 }
@@ -63,10 +69,12 @@ func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.
 		defer cancel()
 		return last(ctx, subject)
 	}
-	m, err := lastOf(r.layout.job(id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		// Not in the default queue: in a named one, if any.
-		m, err = lastOf(r.layout.queued(id))
+	var m *jetstream.RawStreamMsg
+	var err error = jetstream.ErrMsgNotFound
+	for _, subject := range r.layout.waitingAt(id) {
+		if m, err = lastOf(subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
@@ -79,7 +87,7 @@ func (r *jobStream) message(ctx context.Context, id string, last lastMsg) (jobs.
 	q := r.layout.queueOf(m.Subject)
 	spec.Submitter = m.Header.Get(headerSubmitter)
 	rec := jobs.Record{ID: id, Kind: spec.Kind, Queue: queueName(q), State: jobs.Queued, Created: created(m.Header, m.Time), Submitter: spec.Submitter, Spec: &spec}
-	if r.delivered(ctx, q) >= m.Sequence {
+	if r.delivered(ctx, q, spec.Priority) >= m.Sequence {
 		// Delivered and not acked, and no record yet: taken by a runner,
 		// in its first run (which writes nothing before its end) or held
 		// for a free worker, which the store cannot tell apart. No run is
@@ -114,35 +122,37 @@ func (r *jobStream) scheduled(ctx context.Context, id string, last lastMsg) (job
 	return rec, m.Sequence, nil
 }
 
-// delivered is the stream sequence queue q's consumer has delivered up
-// to, read at most every deliveredEvery: a job of q whose message is at or
-// below it has been taken. 0 when it cannot be read.
-func (r *jobStream) delivered(ctx context.Context, q string) uint64 {
-	return r.deliveredWithin(ctx, q, deliveredEvery)
+// delivered is the stream sequence the consumer of queue q's jobs of
+// priority p has delivered up to, read at most every deliveredEvery: a
+// job of q and p whose message is at or below it has been taken. 0 when
+// it cannot be read.
+func (r *jobStream) delivered(ctx context.Context, q string, p int) uint64 {
+	return r.deliveredWithin(ctx, q, p, deliveredEvery)
 }
 
 // deliveredWithin is delivered read at most age ago (0: now).
-func (r *jobStream) deliveredWithin(ctx context.Context, q string, age time.Duration) uint64 {
+func (r *jobStream) deliveredWithin(ctx context.Context, q string, p int, age time.Duration) uint64 {
 	qu := r.queue(q)
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
-	if age > 0 && time.Since(qu.deliveredAt) < age {
-		return qu.deliveredSeq
+	ln := &qu.lanes[cmp.Or(p, jobs.DefaultPriority)]
+	if age > 0 && time.Since(ln.deliveredAt) < age {
+		return ln.deliveredSeq
 	}
 	// A failed read is cached like a good one: while the store is out,
 	// Gets waiting on the lock must not each spend a store timeout in turn.
-	qu.deliveredAt = time.Now()
-	if qu.cons == nil {
-		cons, err := r.jobs.Consumer(ctx, consumerOf(r.consumer(), q))
+	ln.deliveredAt = time.Now()
+	if ln.cons == nil {
+		cons, err := r.jobs.Consumer(ctx, consumerOf(r.consumer(), q, p))
 		if err != nil {
-			return qu.deliveredSeq
+			return ln.deliveredSeq
 		}
-		qu.cons = cons
+		ln.cons = cons
 	}
-	if info, err := qu.cons.Info(ctx); err == nil {
-		qu.deliveredSeq = info.Delivered.Stream
+	if info, err := ln.cons.Info(ctx); err == nil {
+		ln.deliveredSeq = info.Delivered.Stream
 	}
-	return qu.deliveredSeq
+	return ln.deliveredSeq
 }
 
 // queue is what the stream knows of queue q, made at the first ask.
@@ -150,7 +160,8 @@ func (r *jobStream) queue(q string) *queueState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.queues == nil {
-		r.queues = map[string]*queueState{jobs.DefaultQueue: {cons: r.cons}}
+		r.queues = map[string]*queueState{jobs.DefaultQueue: {}}
+		r.queues[jobs.DefaultQueue].lanes[jobs.DefaultPriority].cons = r.cons
 	}
 	qu, ok := r.queues[q]
 	if !ok {
@@ -173,7 +184,7 @@ const deliveredEvery = 250 * time.Millisecond
 // message id of its own. dup says the stream already held a message of
 // that id, so this one was not stored again.
 func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, retryOf uint64, retries int) (dup bool, err error) {
-	msg := &nats.Msg{Subject: r.layout.in(job.Queue, id), Data: job.Body, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: r.layout.in(job.Queue, job.Priority, id), Data: job.Body, Header: nats.Header{}}
 	msgID := id
 	if job.Submitter != "" {
 		msg.Header.Set(headerSubmitter, job.Submitter)
@@ -191,7 +202,7 @@ func (r *jobStream) publish(ctx context.Context, id string, job jobs.Prepared, r
 		msg.Header.Set(headerCreated, time.Now().UTC().Format(time.RFC3339Nano))
 		msg.Subject = r.layout.due(id)
 		msg.Header.Set(headerSchedule, "@at "+job.RunAt.UTC().Format(time.RFC3339Nano))
-		msg.Header.Set(headerScheduleTarget, r.layout.in(job.Queue, id))
+		msg.Header.Set(headerScheduleTarget, r.layout.in(job.Queue, job.Priority, id))
 	}
 	ack, err := natsotel.Publish(ctx, r.js, msg, jetstream.WithMsgID(msgID))
 	if err != nil {

@@ -239,7 +239,8 @@ func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 		what, id := l.parse(subj)
 		switch what {
 		case aJob:
-			e.state, e.queue = jobs.Queued, queueName(l.queueOf(subj))
+			// Its lane, which says how far its consumer has delivered.
+			e.state, e.queue = jobs.Queued, consumerOf("", l.queueOf(subj), l.priorityOf(subj))
 		case aDue:
 			e.state = jobs.Scheduled
 		default:

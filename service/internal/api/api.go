@@ -285,7 +285,7 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its
-// optional "timeout", "max_attempts" and "queue", and the rest of its
+// optional "timeout", "max_attempts", "queue" and "priority", and the rest of its
 // fields as the kind's arguments,
 // which the kind checks (Submit's *jobs.InvalidError names the field at
 // fault).
@@ -314,6 +314,16 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 			return spec, err
 		}
 		delete(body, "queue")
+	}
+	if raw, ok := body["priority"]; ok {
+		// As max_attempts: a value given is a priority, not the spec's 0.
+		if string(raw) == "null" || json.Unmarshal(raw, &spec.Priority) != nil {
+			return spec, fmt.Errorf(`"priority": want %s, got %.40s`, jobFields.want["priority"], raw)
+		}
+		if spec.Priority < 1 || spec.Priority > jobs.MaxPriority {
+			return spec, fmt.Errorf(`"priority" %d: want %s`, spec.Priority, jobFields.want["priority"])
+		}
+		delete(body, "priority")
 	}
 	if raw, ok := body["max_attempts"]; ok {
 		// A spec's 0 leaves the bound to the kind or the runner; in the API
@@ -668,6 +678,7 @@ var (
 			"run_at":       `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
 			"delay":        `a duration as a string such as "10m"`,
 			"queue":        fmt.Sprintf(`a queue's name: 1 to %d letters, digits, '-' or '_' (default "default")`, jobs.MaxQueueName),
+			"priority":     fmt.Sprintf("an integer from 1 (first) to %d (last); default %d", jobs.MaxPriority, jobs.DefaultPriority),
 		},
 	}
 )

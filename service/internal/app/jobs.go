@@ -37,7 +37,7 @@ func startJobs(cfg config.Config, log *slog.Logger, pool *crew.Pool) (jobService
 	if cfg.Durable() {
 		queues := make([]durable.Queue, 0, len(cfg.JobQueues))
 		for _, q := range cfg.JobQueues {
-			queues = append(queues, durable.Queue{Name: q.Name, Workers: q.Workers, Limit: q.Limit})
+			queues = append(queues, durable.Queue{Name: q.Name, Workers: q.Workers, Limit: q.Limit, Rate: q.Rate, Per: q.Per})
 		}
 		return durable.Start(durable.Settings{
 			URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,

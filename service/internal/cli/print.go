@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,16 +69,16 @@ func printQueues(w io.Writer, body []byte) error {
 	if err := json.Unmarshal(body, &q); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "QUEUE\tWAITING\tTAKEN\tLIMIT\tOLDEST WAITING\tPAUSED")
+	fmt.Fprintln(w, "QUEUE\tWAITING\tTAKEN\tLIMIT\tRATE\tOLDEST WAITING\tPAUSED")
 	for _, qi := range q.Queues {
-		limit, oldest := "none", ""
+		limit, rate, oldest := "none", cmp.Or(qi.RateString(), "none"), ""
 		if qi.Limit > 0 {
 			limit = fmt.Sprint(qi.Limit)
 		}
 		if !qi.OldestWaiting.IsZero() {
 			oldest = time.Since(qi.OldestWaiting).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%v\n", qi.Name, qi.Waiting, qi.Taken, limit, oldest, qi.Paused)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\n", qi.Name, qi.Waiting, qi.Taken, limit, rate, oldest, qi.Paused)
 	}
 	return nil
 }

@@ -65,11 +65,13 @@ type Config struct {
 }
 
 // JobQueue is a named job queue a crewd serves (-job-queues): Workers of
-// its jobs at once in this crewd, on a pool of their own, and at most
-// Limit across every crewd (0: none).
+// its jobs at once in this crewd, on a pool of their own, at most Limit
+// running across every crewd (0: none), and at most Rate started a Per
+// across every crewd (0: none; Per 0 is a second).
 type JobQueue struct {
-	Name           string
-	Workers, Limit int
+	Name                 string
+	Workers, Limit, Rate int
+	Per                  time.Duration
 }
 
 // NATSOff is the -nats-url that keeps jobs in memory, without NATS.
@@ -167,7 +169,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.Journal, "journal", "a file where crewd notes the jobs it holds, so that a crewd started again on it (its container restarted in its pod, the file on an emptyDir) runs a killed one's jobs at once rather than after -nats-ack-wait; default <data-dir>/held with the embedded server, none with -nats-url")
 	str(&c.NATSCA, "nats-ca", "a PEM file of the authority the servers' TLS certificates are checked against (-nats-url tls://...); empty: the system's")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
-	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers and at most a limit of its jobs running at once across every crewd: name=workers[/limit],... (\"email=4,partner=2/3\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
+	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers, at most a limit of its jobs running at once across every crewd, and at most a rate of them started a period (a second unless given) across every crewd: name=workers[/limit][@rate[/period]],... (\"email=4,partner=2/3@20,report=1@100/1m\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
 	num(&c.JobMaxAttempts, "job-max-attempts", "through JetStream, the runs of one job, its retries after a failure or a timeout (with exponential backoff) and its reruns after a crash included, unless the job's \"max_attempts\" says otherwise (1 to 1000)")
 
 	// Environment first, so that flags given on the command line win.
@@ -236,6 +238,12 @@ func (q *jobQueues) String() string {
 		if jq.Limit > 0 {
 			s += fmt.Sprintf("/%d", jq.Limit)
 		}
+		if jq.Rate > 0 {
+			s += fmt.Sprintf("@%d", jq.Rate)
+			if jq.Per > 0 {
+				s += "/" + jq.Per.String()
+			}
+		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ",")
@@ -249,8 +257,9 @@ func (q *jobQueues) Set(s string) error {
 		}
 		name, bounds, ok := strings.Cut(part, "=")
 		if !ok {
-			return fmt.Errorf("%.80q: want name=workers or name=workers/limit", part)
+			return fmt.Errorf("%.80q: want name=workers[/limit][@rate[/per]]", part)
 		}
+		bounds, rate, hasRate := strings.Cut(bounds, "@")
 		workers, limit, _ := strings.Cut(bounds, "/")
 		jq := JobQueue{Name: name}
 		var err error
@@ -260,6 +269,17 @@ func (q *jobQueues) Set(s string) error {
 		if limit != "" {
 			if jq.Limit, err = strconv.Atoi(limit); err != nil {
 				return fmt.Errorf("%.80q: limit %.20q: not a number", part, limit)
+			}
+		}
+		if hasRate {
+			n, per, hasPer := strings.Cut(rate, "/")
+			if jq.Rate, err = strconv.Atoi(n); err != nil {
+				return fmt.Errorf("%.80q: rate %.20q: not a number", part, n)
+			}
+			if hasPer {
+				if jq.Per, err = time.ParseDuration(per); err != nil {
+					return fmt.Errorf("%.80q: rate's period %.20q: not a duration (1s, 1m)", part, per)
+				}
 			}
 		}
 		out = append(out, jq)
@@ -419,6 +439,10 @@ func (c Config) validJobQueues() error {
 			return fmt.Errorf("-job-queues %s: workers %d: want 1 to 10000", q.Name, q.Workers)
 		case q.Limit < 0 || q.Limit > jobs.MaxQueueLimit:
 			return fmt.Errorf("-job-queues %s: limit %d: want 1 to %d (none: leave it out)", q.Name, q.Limit, jobs.MaxQueueLimit)
+		}
+		var inv *jobs.InvalidError
+		if err := (jobs.Queue{Name: q.Name, Rate: q.Rate, Per: jobs.Duration(q.Per)}).Validate(); errors.As(err, &inv) {
+			return fmt.Errorf("-job-queues %s: %s", q.Name, inv.Reason)
 		}
 		seen[q.Name] = true
 	}

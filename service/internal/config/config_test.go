@@ -137,6 +137,10 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{args: []string{"-job-queues", "email=2/-1"}, want: "-job-queues email: limit -1"},
 		{args: []string{"-job-queues", "email=2,email=3"}, want: "-job-queues email: named twice"},
 		{args: []string{"-job-queues", "default=2"}, want: "-job-queues default: the default queue"},
+		{args: []string{"-job-queues", "email=2@x"}, want: `rate "x": not a number`},
+		{args: []string{"-job-queues", "email=2@5/soon"}, want: `rate's period "soon": not a duration`},
+		{args: []string{"-job-queues", "email=2@-5"}, want: `-job-queues email: "rate" -5`},
+		{args: []string{"-job-queues", "email=2@5/1ns"}, want: `-job-queues email: "per" 1ns`},
 		{env: map[string]string{"CREW_NATS_URL": "off", "CREW_JOB_QUEUES": "email=2"}, want: "-job-queues: named queues need the JetStream store"},
 	} {
 		_, err := config.Parse(tc.args, env(tc.env), &bytes.Buffer{})
@@ -146,14 +150,14 @@ func TestBadSettingsSayWhich(t *testing.T) {
 	}
 }
 
-// TestJobQueues: -job-queues and CREW_JOB_QUEUES read name=workers[/limit]
-// lists.
+// TestJobQueues: -job-queues and CREW_JOB_QUEUES read
+// name=workers[/limit][@rate[/period]] lists.
 func TestJobQueues(t *testing.T) {
-	c, err := config.Parse([]string{"-job-queues", "email=4, partner=2/3"}, env(nil), &bytes.Buffer{})
+	c, err := config.Parse([]string{"-job-queues", "email=4, partner=2/3@20,report=1@100/1m"}, env(nil), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []config.JobQueue{{Name: "email", Workers: 4}, {Name: "partner", Workers: 2, Limit: 3}}
+	want := []config.JobQueue{{Name: "email", Workers: 4}, {Name: "partner", Workers: 2, Limit: 3, Rate: 20}, {Name: "report", Workers: 1, Rate: 100, Per: time.Minute}}
 	if !slices.Equal(c.JobQueues, want) {
 		t.Fatalf("-job-queues: %+v, want %+v", c.JobQueues, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
@@ -12,12 +13,14 @@ import (
 )
 
 // Queue is a named job queue this crewd serves (-job-queues): Workers of
-// its jobs at once here, on a pool of their own, and at most Limit across
-// every crewd (0: none), set on the store at each start, so that every
-// replica, started with the same flags, agrees.
+// its jobs at once here, on a pool of their own, at most Limit running
+// and at most Rate started a Per across every crewd (0: none), set on the
+// store at each start, so that every replica, started with the same
+// flags, agrees.
 type Queue struct {
-	Name           string
-	Workers, Limit int
+	Name                 string
+	Workers, Limit, Rate int
+	Per                  time.Duration // of Rate; 0 is a second
 }
 
 // served is a named queue served here: its pool and its Source.
@@ -27,11 +30,11 @@ type served struct {
 	source *natsjs.Source
 }
 
-// serveQueues sets each named queue's limit on the store and makes its
+// serveQueues sets each named queue's limit and rate on the store and makes its
 // pool and its Source.
 func (d *Durable) serveQueues(ctx context.Context, log *slog.Logger) error {
 	for _, q := range d.set.Queues {
-		if err := d.runner.SetQueue(ctx, jobs.Queue{Name: q.Name, Limit: q.Limit}); err != nil {
+		if err := d.runner.SetQueue(ctx, jobs.Queue{Name: q.Name, Limit: q.Limit, Rate: q.Rate, Per: jobs.Duration(q.Per)}); err != nil {
 			return fmt.Errorf("job queue %s: %w", q.Name, err)
 		}
 		pool, err := crew.New(crew.WithWorkers(q.Workers), crew.WithLogger(log))

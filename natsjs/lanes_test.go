@@ -1,0 +1,154 @@
+package natsjs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// lane is a consumer of the messages of subject alone.
+func (e *env) lane(t testing.TB, stream, name, subject string) jetstream.Consumer {
+	t.Helper()
+	c, err := e.js.CreateOrUpdateConsumer(context.Background(), stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		FilterSubject: subject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Second,
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestLanesTakeTheFirstFirst: 400 messages wait in the second lane and
+// run two at a time; 20 published to the first lane while they run all
+// start before any more of the second's than were already held, and the
+// second's run on after them.
+func TestLanesTakeTheFirstFirst(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	hi := e.lane(t, "jobs", "hi", "jobs.hi")
+	lo := e.lane(t, "jobs", "lo", "jobs.lo")
+	e.publish(t, "jobs.lo", 400)
+	const workers = 2
+	pool := newPool(t, workers)
+	var (
+		mu      sync.Mutex
+		order   []string
+		hiAfter atomic.Bool // the first lane's messages are published
+		loSince int         // the second lane's starts since then, before the first lane's last
+		hiRan   int
+	)
+	src := newSource(t, pool, hi, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		order = append(order, m.Subject())
+		switch {
+		case m.Subject() == "jobs.hi":
+			hiRan++
+		case hiAfter.Load() && hiRan < 20:
+			loSince++
+		}
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	}, natsjs.WithLowerPriority(lo), natsjs.WithWindow(0))
+	run(t, src)
+	eventually(t, 10*time.Second, "the second lane under way", func() bool { return src.Stats().Acked >= 50 })
+	e.publish(t, "jobs.hi", 20)
+	hiAfter.Store(true)
+	eventually(t, 20*time.Second, "every message acked", func() bool { return src.Stats().Acked == 420 })
+	mu.Lock()
+	defer mu.Unlock()
+	// With no window a sweep takes only free slots: what the second lane
+	// may still start is what was held, or pulled, when the first lane's
+	// messages came (a worker's and a sweep's worth).
+	if loSince > 2*workers+1 {
+		t.Fatalf("%d of the second lane's messages started after the first's were published, before its last; order %v", loSince, order)
+	}
+	if hiRan != 20 || len(order) != 420 || order[len(order)-1] != "jobs.lo" {
+		t.Fatalf("first lane ran %d; %d runs; last %q", hiRan, len(order), order[len(order)-1])
+	}
+}
+
+// TestLanesIdleWakeForEither: an idle Source over two lanes runs a
+// message published to either within a pull's wait, and stops with its
+// watches waiting on the server within the stop's bound.
+func TestLanesIdleWakeForEither(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	hi := e.lane(t, "jobs", "hi", "jobs.hi")
+	lo := e.lane(t, "jobs", "lo", "jobs.lo")
+	pool := newPool(t, 2)
+	ran := make(chan string, 4)
+	src := newSource(t, pool, hi, func(ctx context.Context, m *natsjs.Msg) error {
+		ran <- m.Subject()
+		return nil
+	}, natsjs.WithLowerPriority(lo))
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(context.Background()) }()
+	time.Sleep(1500 * time.Millisecond) // idle past a pull's wait: the watches are sent again
+	for _, subj := range []string{"jobs.lo", "jobs.hi"} {
+		start := time.Now()
+		e.publish(t, subj, 1)
+		select {
+		case got := <-ran:
+			if got != subj {
+				t.Fatalf("ran %q, want %q", got, subj)
+			}
+			if d := time.Since(start); d > 500*time.Millisecond {
+				t.Fatalf("%s ran %v after its publish: an idle Source must watch every lane", subj, d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not run", subj)
+		}
+	}
+	eventually(t, 5*time.Second, "both acked", func() bool { return src.Stats().Acked == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := src.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with watches waiting: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Shutdown took %v", d)
+	}
+	if lag, err := src.Lag(context.Background()); err != nil || lag != 0 {
+		t.Fatalf("Lag %d, %v", lag, err)
+	}
+}
+
+func TestLanesRefused(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	e.stream(t, "other", "other.>")
+	hi := e.lane(t, "jobs", "hi", "jobs.hi")
+	elsewhere := e.lane(t, "other", "x", "other.x")
+	slow, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
+		Durable: "slow", FilterSubject: "jobs.lo", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, 1)
+	h := func(context.Context, *natsjs.Msg) error { return nil }
+	for name, opt := range map[string]natsjs.Option{
+		"nil":           natsjs.WithLowerPriority(nil),
+		"other stream":  natsjs.WithLowerPriority(elsewhere),
+		"other AckWait": natsjs.WithLowerPriority(slow),
+	} {
+		if _, err := natsjs.New(pool, hi, h, opt); !errors.Is(err, natsjs.ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+}
