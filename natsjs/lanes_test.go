@@ -152,3 +152,43 @@ func TestLanesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLanesUnderLoad: bursts published to three lanes with idle gaps
+// between them (so the Source goes from sweeps to watches and back)
+// all run once, none redelivered, none left held; run it with -cpu 2,4,8.
+func TestLanesUnderLoad(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "jobs", "jobs.>")
+	lanes := []jetstream.Consumer{e.lane(t, "jobs", "a", "jobs.a"), e.lane(t, "jobs", "b", "jobs.b"), e.lane(t, "jobs", "c", "jobs.c")}
+	pool := newPool(t, 4)
+	got := newSeen()
+	src := newSource(t, pool, lanes[0], func(ctx context.Context, m *natsjs.Msg) error {
+		got.add(m.StreamSeq())
+		if m.StreamSeq()%7 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}, natsjs.WithLowerPriority(lanes[1:]...))
+	run(t, src)
+	n := 0
+	for round := range 12 {
+		var wg sync.WaitGroup
+		for i, subj := range []string{"jobs.a", "jobs.b", "jobs.c"} {
+			k := 50 + 40*((round+i)%3)
+			n += k
+			wg.Go(func() { e.publish(t, subj, k) })
+		}
+		wg.Wait()
+		if round%3 == 2 {
+			time.Sleep(1200 * time.Millisecond) // idle past a watch's wait
+		}
+	}
+	eventually(t, 30*time.Second, "every message acked", func() bool { return src.Stats().Acked == uint64(n) })
+	if got.distinct() != n {
+		t.Fatalf("distinct %d, want %d", got.distinct(), n)
+	}
+	st := src.Stats()
+	if st.Received != uint64(n) || st.Redelivered != 0 || st.InFlight != 0 {
+		t.Fatalf("stats %+v after %d messages", st, n)
+	}
+}

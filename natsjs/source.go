@@ -388,11 +388,12 @@ func (s *Source) release(m *Msg) {
 	if s.journal != nil {
 		s.noteJournal('-', m.raw.Reply())
 	}
-	// Wake Run only when a pull may follow: none in flight, enough slots
-	// freed since its last decision to reach the threshold, or a stop to
-	// finish. Waking it for every message would cost a pool snapshot each.
+	// Wake Run only when a pull may follow: none in flight (but the
+	// watches of idle lanes, lanes.go), enough slots freed since its last
+	// decision to reach the threshold, or a stop to finish. Waking it for
+	// every message would cost a pool snapshot each.
 	s.freed++
-	wake := s.fetches == 0 || s.freed >= s.threshold || s.stopping
+	wake := s.fetches-s.watching == 0 || s.freed >= s.threshold || s.stopping
 	s.mu.Unlock()
 	if wake {
 		s.signal()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,6 +15,7 @@ import (
 // takes a job of 300 ms every 100 ms all through the faults, GET /v1/queues
 // sampled each time: it never reads more than 3 taken. held, paused through
 // the faults (the replicas' restarts set their queues again), takes a job
+// of each priority in turn (1 to 4)
 // a second: none of them starts before the resume, all succeed after.
 const (
 	limitedJob  = `{"kind":"sleep","duration":"300ms","queue":"limited"}`
@@ -44,7 +46,9 @@ func (lc *lifecycle) feedQueues(ctx context.Context, t *testing.T) {
 			lc.mu.Unlock()
 		}
 		if i%10 == 0 {
-			if code, b, _ := lc.do(ctx, i, "POST", "/v1/jobs", heldJob); code == http.StatusAccepted {
+			// Each priority in turn: the pause holds every priority's lane.
+			job := strings.Replace(heldJob, "}", fmt.Sprintf(`,"priority":%d}`, i/10%4+1), 1)
+			if code, b, _ := lc.do(ctx, i, "POST", "/v1/jobs", job); code == http.StatusAccepted {
 				lc.mu.Lock()
 				lc.queues.held = append(lc.queues.held, jobID(b))
 				lc.mu.Unlock()
