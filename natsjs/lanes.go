@@ -9,37 +9,37 @@ import (
 )
 
 // Lanes: a Source over several consumers of one stream, the first taken
-// before the next (WithLowerPriority; pull.go, rule 5). jsjobs gives a
-// queue's priorities a consumer each, and a Source of the queue reads them
-// as its lanes.
+// before the next (WithLanes; pull.go, rule 5). jsjobs gives a queue's
+// priorities a consumer each, and a Source of the queue reads them as its
+// lanes.
 
-// WithLowerPriority adds consumers that the Source takes messages from
-// only when those before them have none waiting: New's consumer first,
-// then these in the order given. Each must be a pull consumer with
-// explicit acks on New's consumer's stream with its AckWait. A sweep of
-// them costs a no-wait pull a consumer; an idle Source keeps a pull
+// WithLanes makes the Source take messages from consumers in the order
+// given, from each only when those before it have none waiting. New's
+// consumer must be one of them, by name: it names the Source (Consumer,
+// the metrics), and Lag counts them all. Each must be a pull consumer
+// with explicit acks on New's consumer's stream with its AckWait. A sweep
+// of them costs a no-wait pull a consumer; an idle Source keeps a pull
 // waiting on each.
-func WithLowerPriority(consumers ...jetstream.Consumer) Option {
+func WithLanes(consumers ...jetstream.Consumer) Option {
 	return optionFunc(func(o *options) error {
 		for _, c := range consumers {
 			if c == nil {
-				return fmt.Errorf("%w: WithLowerPriority: nil consumer", ErrInvalidOption)
+				return fmt.Errorf("%w: WithLanes: nil consumer", ErrInvalidOption)
 			}
 		}
-		o.lower = append(o.lower, consumers...)
+		o.lanes = consumers
 		return nil
 	})
 }
 
-// checkLanes checks that every lower consumer can be one of the Source's
-// lanes, and makes them its lanes after its own consumer.
-func (s *Source) checkLanes(lower []jetstream.Consumer) error {
-	if len(lower) == 0 {
+// checkLanes checks that every consumer of lanes can be one of the
+// Source's lanes, its own among them, and makes them its lanes.
+func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
+	if len(lanes) == 0 {
 		return nil
 	}
-	s.lanes = append([]jetstream.Consumer{s.cons}, lower...)
-	s.watched = make([]bool, len(s.lanes))
-	for _, c := range lower {
+	own := false
+	for _, c := range lanes {
 		info := c.CachedInfo()
 		switch {
 		case info == nil:
@@ -51,10 +51,16 @@ func (s *Source) checkLanes(lower []jetstream.Consumer) error {
 		case max(0, info.Config.AckWait) != max(0, s.cons.CachedInfo().Config.AckWait):
 			return fmt.Errorf("%w: consumer %q's AckWait %v is not %q's", ErrInvalidOption, info.Name, info.Config.AckWait, s.consumer)
 		}
+		own = own || info.Name == s.consumer
 		if b := info.Config.MaxRequestBatch; b > 0 && (s.maxBatch == 0 || b < s.maxBatch) {
 			s.maxBatch = b
 		}
 	}
+	if !own {
+		return fmt.Errorf("%w: WithLanes: the lanes do not hold the Source's consumer %q", ErrInvalidOption, s.consumer)
+	}
+	s.lanes = lanes
+	s.watched = make([]bool, len(lanes))
 	return nil
 }
 

@@ -59,7 +59,7 @@ func TestLanesTakeTheFirstFirst(t *testing.T) {
 		mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 		return nil
-	}, natsjs.WithLowerPriority(lo), natsjs.WithWindow(0))
+	}, natsjs.WithLanes(hi, lo), natsjs.WithWindow(0))
 	run(t, src)
 	eventually(t, 10*time.Second, "the second lane under way", func() bool { return src.Stats().Acked >= 50 })
 	e.publish(t, "jobs.hi", 20)
@@ -88,10 +88,10 @@ func TestLanesIdleWakeForEither(t *testing.T) {
 	lo := e.lane(t, "jobs", "lo", "jobs.lo")
 	pool := newPool(t, 2)
 	ran := make(chan string, 4)
-	src := newSource(t, pool, hi, func(ctx context.Context, m *natsjs.Msg) error {
+	src := newSource(t, pool, lo, func(ctx context.Context, m *natsjs.Msg) error {
 		ran <- m.Subject()
 		return nil
-	}, natsjs.WithLowerPriority(lo))
+	}, natsjs.WithLanes(hi, lo))
 	errc := make(chan error, 1)
 	go func() { errc <- src.Run(context.Background()) }()
 	time.Sleep(1500 * time.Millisecond) // idle past a pull's wait: the watches are sent again
@@ -133,9 +133,10 @@ func TestLanesRefused(t *testing.T) {
 	e.stream(t, "jobs", "jobs.>")
 	e.stream(t, "other", "other.>")
 	hi := e.lane(t, "jobs", "hi", "jobs.hi")
+	lo := e.lane(t, "jobs", "lo", "jobs.lo")
 	elsewhere := e.lane(t, "other", "x", "other.x")
 	slow, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
-		Durable: "slow", FilterSubject: "jobs.lo", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+		Durable: "slow", FilterSubject: "jobs.slow", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +144,10 @@ func TestLanesRefused(t *testing.T) {
 	pool := newPool(t, 1)
 	h := func(context.Context, *natsjs.Msg) error { return nil }
 	for name, opt := range map[string]natsjs.Option{
-		"nil":           natsjs.WithLowerPriority(nil),
-		"other stream":  natsjs.WithLowerPriority(elsewhere),
-		"other AckWait": natsjs.WithLowerPriority(slow),
+		"nil":           natsjs.WithLanes(nil),
+		"other stream":  natsjs.WithLanes(hi, elsewhere),
+		"other AckWait": natsjs.WithLanes(hi, slow),
+		"not its own":   natsjs.WithLanes(lo),
 	} {
 		if _, err := natsjs.New(pool, hi, h, opt); !errors.Is(err, natsjs.ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
@@ -168,7 +170,7 @@ func TestLanesUnderLoad(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		return nil
-	}, natsjs.WithLowerPriority(lanes[1:]...))
+	}, natsjs.WithLanes(lanes...))
 	run(t, src)
 	n := 0
 	for round := range 12 {

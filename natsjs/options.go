@@ -59,7 +59,7 @@ type options struct {
 	conn        *nats.Conn
 	journal     string
 	recovered   func(context.Context, Recovered)
-	lower       []jetstream.Consumer
+	lanes       []jetstream.Consumer
 }
 
 func defaultOptions() options {

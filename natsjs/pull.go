@@ -41,7 +41,7 @@ import (
 //     unnoticed; a stop waits for it at most maxPullWait, then cancels it.
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
-//  5. Priorities (WithLowerPriority: lanes.go). A Source over several
+//  5. Priorities (WithLanes: lanes.go). A Source over several
 //     consumers takes, with the credit of rule 1, what waits now in the
 //     first, then in the next with what credit is left, and so on, one
 //     such sweep at a time: a message waiting in a consumer starts before

@@ -84,8 +84,8 @@ type Source struct {
 	fatal        error
 	scratch      []*Msg // renewLeases' list, reused
 
-	// lanes are the consumers a Source takes from in order: its own, then
-	// WithLowerPriority's; nil for one consumer (lanes.go).
+	// lanes are the consumers a Source takes from in order, its own among
+	// them (WithLanes); nil for its own alone (lanes.go).
 	lanes    []jetstream.Consumer
 	watched  []bool // a lane has a watch waiting on the server
 	watching int    // watches in flight, each asking one message
@@ -148,7 +148,7 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
 	}
-	if err := s.checkLanes(o.lower); err != nil {
+	if err := s.checkLanes(o.lanes); err != nil {
 		return nil, err
 	}
 	s.afterMax.Store(int64(pool.Stats().MaxWorkers))

@@ -12,7 +12,7 @@ import (
 
 // A queue's lanes: a consumer a priority (layout.go), so that a job of a
 // higher priority waiting is delivered before any of a lower one: a
-// queue's Source reads them in order (natsjs.WithLowerPriority, which
+// queue's Source reads them in order (natsjs.WithLanes, which
 // takes from a lane only what waits when those before it are empty). The
 // default priority's lane is the queue's own consumer, which says that
 // the queue exists and holds its rate (rate.go); every lane holds the

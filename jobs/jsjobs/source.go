@@ -41,11 +41,13 @@ func (r *Runner) source(ctx context.Context, q string, pool *crew.Pool, cons jet
 	if err != nil {
 		return nil, err
 	}
-	base := []natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job"), natsjs.WithLowerPriority(lanes[1:]...)}
+	base := []natsjs.Option{natsjs.WithDoubleAck(), natsjs.WithTaskName("job"), natsjs.WithLanes(lanes...)}
 	if journal != "" {
 		base = append(base, natsjs.WithConn(r.js.Conn()), natsjs.WithJournal(journal), natsjs.WithRecovered(r.interrupted))
 	}
-	return natsjs.New(pool, lanes[0], r.TracedHandle(), append(base, opts...)...)
+	// cons names the Source (natsjs_consumer_lag{consumer}, summed over
+	// the lanes), as before queues had priorities.
+	return natsjs.New(pool, cons, r.TracedHandle(), append(base, opts...)...)
 }
 
 // TracedHandle is Handle inside a consumer span, a child of the request
