@@ -48,7 +48,7 @@ func (r *Runner) Cancel(ctx context.Context, id string) (jobs.Record, jobs.State
 		if was == jobs.Queued && seq != 0 {
 			// Get's view of delivery is cached: a cancel asks the consumer
 			// now, so that a first run just started is cancelled as running.
-			if r.store.deliveredWithin(ctx, cmp.Or(rec.Queue, jobs.DefaultQueue), priorityOf(rec), 0) >= seq {
+			if r.store.deliveredWithin(ctx, cmp.Or(rec.Queue, jobs.DefaultQueue), recordPriority(rec), 0) >= seq {
 				was = jobs.Running
 			}
 		}

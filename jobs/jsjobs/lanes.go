@@ -26,11 +26,40 @@ import (
 // its lanes' MaxAckPending: the server bounds each lane, so a queue whose
 // jobs come in k priorities may run k times its limit at once.
 
+// errNoQueue is a queue's name that names no queue.
+var errNoQueue = errors.New("no such queue: a queue exists once a process serves it or sets it")
+
+// queueCons is queue q's consumer, looked up once here: errNoQueue when
+// it does not exist.
+func (r *Runner) queueCons(ctx context.Context, q string) (jetstream.Consumer, error) {
+	if q == "" || q == jobs.DefaultQueue {
+		return r.store.cons, nil
+	}
+	qu := r.store.queue(q)
+	qu.mu.Lock()
+	defer qu.mu.Unlock()
+	ln := &qu.byPriority[jobs.DefaultPriority]
+	if ln.cons != nil {
+		return ln.cons, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	cons, err := r.store.jobs.Consumer(ctx, consumerOf(r.store.consumer(), q, jobs.DefaultPriority))
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, errNoQueue
+	case err != nil:
+		return nil, storeError(err)
+	}
+	ln.cons = cons
+	return cons, nil
+}
+
 // priorities are the lanes' priorities, the first taken first.
 var priorities = [...]int{1, 2, 3, 4}
 
-// priorityOf is a record's priority.
-func priorityOf(rec jobs.Record) int {
+// recordPriority is a record's priority.
+func recordPriority(rec jobs.Record) int {
 	if rec.Spec != nil {
 		return cmp.Or(rec.Spec.Priority, jobs.DefaultPriority)
 	}
@@ -47,7 +76,7 @@ func (r *Runner) lanes(ctx context.Context, q string, cons jetstream.Consumer) (
 	var base *jetstream.ConsumerInfo
 	out := make([]jetstream.Consumer, 0, len(priorities))
 	for _, p := range priorities {
-		ln := &qu.lanes[p]
+		ln := &qu.byPriority[p]
 		if p == jobs.DefaultPriority {
 			ln.cons = cons
 		}

@@ -204,16 +204,6 @@ func (r *Runner) keepByState(ctx context.Context) error {
 	return nil
 }
 
-// findOrCreate creates a thing, or finds it when create says it exists
-// already (with other settings, or made by another crewd meanwhile).
-func findOrCreate[T any](ctx context.Context, create, find func() (T, error), exists error) (T, error) {
-	t, err := create()
-	if errors.Is(err, exists) {
-		return find()
-	}
-	return t, err
-}
-
 // Close stops listing jobs (List and Counts then answer ErrUnavailable),
 // reading the queues for the metrics, and listening for cancels (the jobs
 // running here can then be cancelled only through their records), and

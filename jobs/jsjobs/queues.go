@@ -34,35 +34,6 @@ import (
 // servers) without bound. A queue made and not yet served keeps its jobs
 // waiting there.
 
-// errNoQueue is a queue's name that names no queue.
-var errNoQueue = errors.New("no such queue: a queue exists once a process serves it or sets it")
-
-// queueCons is queue q's consumer, looked up once here: errNoQueue when
-// it does not exist.
-func (r *Runner) queueCons(ctx context.Context, q string) (jetstream.Consumer, error) {
-	if q == "" || q == jobs.DefaultQueue {
-		return r.store.cons, nil
-	}
-	qu := r.store.queue(q)
-	qu.mu.Lock()
-	defer qu.mu.Unlock()
-	ln := &qu.lanes[jobs.DefaultPriority]
-	if ln.cons != nil {
-		return ln.cons, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
-	defer cancel()
-	cons, err := r.store.jobs.Consumer(ctx, consumerOf(r.store.consumer(), q, jobs.DefaultPriority))
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, errNoQueue
-	case err != nil:
-		return nil, storeError(err)
-	}
-	ln.cons = cons
-	return cons, nil
-}
-
 // queueKnown refuses a job of a queue that does not exist, naming it.
 func (r *Runner) queueKnown(ctx context.Context, q string) error {
 	if _, err := r.queueCons(ctx, q); errors.Is(err, errNoQueue) {
@@ -146,7 +117,7 @@ func (r *Runner) SetQueue(ctx context.Context, q jobs.Queue) error {
 	}
 	qu := r.store.queue(q.Name)
 	qu.mu.Lock()
-	qu.lanes[jobs.DefaultPriority].cons = cons
+	qu.byPriority[jobs.DefaultPriority].cons = cons
 	qu.mu.Unlock()
 	// Its limit on every lane (the rate is the default lane's alone).
 	limit := limitOf(q)
@@ -181,7 +152,7 @@ func (r *Runner) servedCons(ctx context.Context, q string) (jetstream.Consumer, 
 	}
 	qu := r.store.queue(q)
 	qu.mu.Lock()
-	qu.lanes[jobs.DefaultPriority].cons = cons
+	qu.byPriority[jobs.DefaultPriority].cons = cons
 	qu.mu.Unlock()
 	return cons, nil
 }

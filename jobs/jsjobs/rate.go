@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -36,9 +35,6 @@ import (
 //     time again once the store answers. The processes' clocks share the
 //     schedule: a clock ahead by d starts its jobs up to d early.
 
-// rateRead is how often a process reads a queue's rate from its consumer.
-const rateRead = 2 * time.Second
-
 // Metadata keys of a queue's consumer that hold its rate.
 const (
 	metaRate = "crew_rate"
@@ -68,18 +64,6 @@ func rateOf(meta map[string]string) (int, jobs.Duration) {
 	return n, jobs.Duration(per)
 }
 
-// rates are the queues' rates as this process last read them.
-type rates struct {
-	mu      sync.Mutex // guards byQueue
-	byQueue map[string]*queueRate
-}
-
-type queueRate struct {
-	mu       sync.Mutex    // held while read: the jobs starting meanwhile wait for it
-	interval time.Duration // 0: no rate
-	readAt   time.Time
-}
-
 // rateKey is the bucket key of queue q's schedule: never a job id.
 func rateKey(q string) string { return "rate." + q }
 
@@ -87,33 +71,18 @@ func rateKey(q string) string { return "rate." + q }
 // its consumer at most every rateRead: 0 for a queue with no rate. A
 // reading that fails keeps the one before.
 func (r *Runner) interval(ctx context.Context, q string) time.Duration {
-	r.rates.mu.Lock()
-	if r.rates.byQueue == nil {
-		r.rates.byQueue = map[string]*queueRate{}
-	}
-	qr := r.rates.byQueue[q]
-	if qr == nil {
-		qr = &queueRate{}
-		r.rates.byQueue[q] = qr
-	}
-	r.rates.mu.Unlock()
-	qr.mu.Lock()
-	defer qr.mu.Unlock()
-	if time.Since(qr.readAt) < rateRead {
-		return qr.interval
-	}
-	qr.readAt = time.Now()
-	cons, err := r.queueCons(ctx, q)
-	if err != nil {
-		return qr.interval
-	}
-	info, err := r.consInfo(ctx, cons)
-	if err != nil {
-		return qr.interval
-	}
-	n, per := rateOf(info.Config.Metadata)
-	qr.interval = jobs.Queue{Rate: n, Per: per}.Interval()
-	return qr.interval
+	return r.rates.interval(q, func() (time.Duration, bool) {
+		cons, err := r.queueCons(ctx, q)
+		if err != nil {
+			return 0, false
+		}
+		info, err := r.consInfo(ctx, cons)
+		if err != nil {
+			return 0, false
+		}
+		n, per := rateOf(info.Config.Metadata)
+		return jobs.Queue{Rate: n, Per: per}.Interval(), true
+	})
 }
 
 // errRateContended is a schedule that others kept changing under us.

@@ -70,3 +70,13 @@ func transient(err error) bool {
 	}
 	return false
 }
+
+// findOrCreate creates a thing, or finds it when create says it exists
+// already (with other settings, or made by another crewd meanwhile).
+func findOrCreate[T any](ctx context.Context, create, find func() (T, error), exists error) (T, error) {
+	t, err := create()
+	if errors.Is(err, exists) {
+		return find()
+	}
+	return t, err
+}

@@ -36,8 +36,8 @@ type jobStream struct {
 // queueState is what the stream knows of one queue: its lanes, a
 // consumer a priority, and how far each has delivered.
 type queueState struct {
-	mu    sync.Mutex
-	lanes [jobs.MaxPriority + 1]laneState // by priority; [0] unused
+	mu         sync.Mutex
+	byPriority [jobs.MaxPriority + 1]laneState // by priority; [0] unused
 }
 
 // laneState is one priority's consumer of a queue (nil until looked up)
@@ -135,7 +135,7 @@ func (r *jobStream) deliveredWithin(ctx context.Context, q string, p int, age ti
 	qu := r.queue(q)
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
-	ln := &qu.lanes[cmp.Or(p, jobs.DefaultPriority)]
+	ln := &qu.byPriority[cmp.Or(p, jobs.DefaultPriority)]
 	if age > 0 && time.Since(ln.deliveredAt) < age {
 		return ln.deliveredSeq
 	}
@@ -161,7 +161,7 @@ func (r *jobStream) queue(q string) *queueState {
 	defer r.mu.Unlock()
 	if r.queues == nil {
 		r.queues = map[string]*queueState{jobs.DefaultQueue: {}}
-		r.queues[jobs.DefaultQueue].lanes[jobs.DefaultPriority].cons = r.cons
+		r.queues[jobs.DefaultQueue].byPriority[jobs.DefaultPriority].cons = r.cons
 	}
 	qu, ok := r.queues[q]
 	if !ok {
