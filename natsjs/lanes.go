@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -65,70 +67,79 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
 }
 
 // pullLanes is pull's decision for lanes (rule 5), with s.mu held: credit
-// counts the watches' messages as not asked for.
+// counts the watches' messages as not asked for. It sweeps the lanes no
+// watch waits on, one sweep at a time; with every lane watched (all
+// empty) it sends nothing.
 func (s *Source) pullLanes(credit int) {
-	switch {
-	case s.sweeping, credit <= 0:
-		return
-	case s.idle && !s.woken:
-		// The last sweep found nothing and no watch has brought a message
-		// since: watch the lanes no watch waits on, and nothing else.
-		s.watch()
+	if s.sweeping || credit <= 0 || !slices.Contains(s.watched, false) {
 		return
 	}
 	if s.maxBatch > 0 && credit > s.maxBatch {
 		credit = s.maxBatch
 	}
-	s.woken, s.idle, s.sweeping = false, false, true
+	s.sweeping = true
 	s.requested += credit
 	s.fetches++
 	go s.sweep(credit)
 }
 
 // sweep takes up to n messages from the lanes in order, each only what
-// waits now, and watches every lane if it found none.
+// waits now, skipping the watched ones (a message there goes to its
+// watch); a lane found drained is watched from then on.
 func (s *Source) sweep(n int) {
 	got := 0
 	var err error
-	for _, c := range s.lanes {
-		var k int
-		k, err = s.take(c, n-got, nil)
+	var drained []int
+	for i, c := range s.lanes {
+		s.mu.Lock()
+		watched := s.watched[i]
+		s.mu.Unlock()
+		if watched {
+			continue
+		}
+		k, e := s.take(c, n-got, nil)
 		got += k
-		if (err != nil && !isNoMessages(err)) || got == n {
+		if e != nil && !isNoMessages(e) {
+			err = e
 			break
 		}
-		err = nil
+		if got == n {
+			break
+		}
+		drained = append(drained, i) // gave less than asked: nothing waits there now
 	}
 	s.mu.Lock()
 	s.requested -= n - got
 	s.backlog = got == n
 	s.sweeping = false
-	if got == 0 && err == nil && !s.stopping {
-		s.idle = true
-		s.watch()
+	if err == nil {
+		for _, i := range drained {
+			s.watchLane(i)
+		}
 	}
 	s.fetched(got, err)
 	s.mu.Unlock()
 	s.signal()
 }
 
-// watch sends a pull of one message, waiting on the server, to each lane
-// without one. Called with s.mu held.
-func (s *Source) watch() {
-	for i, c := range s.lanes {
-		if s.watched[i] || s.stopping {
-			continue
-		}
-		s.watched[i] = true
-		s.watching++
-		s.requested++
-		s.fetches++
-		go s.watchLane(i, c)
+// watchLane sends lane i, unless it has one or the Source stops, a pull
+// of one message that waits on the server: a lane found empty is not
+// asked again at every sweep. Called with s.mu held.
+func (s *Source) watchLane(i int) {
+	if s.watched[i] || s.stopping {
+		return
 	}
+	s.watched[i] = true
+	s.watching++
+	s.requested++
+	s.fetches++
+	go s.watch(i, s.lanes[i])
 }
 
-// watchLane waits on the server for one message of lane i.
-func (s *Source) watchLane(i int, c jetstream.Consumer) {
+// watch waits on the server for one message of lane i: it is taken at
+// once, and the lane swept again; none within the pull's wait, the lane is
+// watched again, still empty.
+func (s *Source) watch(i int, c jetstream.Consumer) {
 	ctx, cancel := context.WithTimeout(s.fetchCtx, s.o.pullExpiry)
 	defer cancel()
 	got, err := s.take(c, 1, ctx)
@@ -136,10 +147,10 @@ func (s *Source) watchLane(i int, c jetstream.Consumer) {
 	s.requested -= 1 - got
 	s.watching--
 	s.watched[i] = false
-	if got > 0 {
-		s.woken = true
-	}
 	s.fetched(got, err)
+	if got == 0 && isExpiry(err) {
+		s.watchLane(i)
+	}
 	s.mu.Unlock()
 	s.signal()
 }
@@ -147,4 +158,9 @@ func (s *Source) watchLane(i int, c jetstream.Consumer) {
 // isNoMessages tells a no-wait pull that found nothing.
 func isNoMessages(err error) bool {
 	return errors.Is(err, jetstream.ErrNoMessages)
+}
+
+// isExpiry tells a waiting pull that ran out its wait with nothing.
+func isExpiry(err error) bool {
+	return err == nil || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages)
 }

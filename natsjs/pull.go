@@ -41,16 +41,17 @@ import (
 //     unnoticed; a stop waits for it at most maxPullWait, then cancels it.
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
-//  5. Priorities (WithLanes: lanes.go). A Source over several
-//     consumers takes, with the credit of rule 1, what waits now in the
-//     first, then in the next with what credit is left, and so on, one
-//     such sweep at a time: a message waiting in a consumer starts before
-//     any waiting in the ones after it, once the messages already held
-//     have started. A sweep that finds nothing leaves one pull of one
-//     message waiting on the server per consumer (a watch), and sweeps
-//     again once a watch brings one: a watch's message is taken beyond
-//     the credit, so a Source holds at most one message a consumer more
-//     than rule 1 says.
+//  5. Priorities (WithLanes: lanes.go). A Source over several consumers
+//     takes, with the credit of rule 1, what waits now in the first, then
+//     in the next with what credit is left, and so on, one such sweep at
+//     a time: a message waiting in a consumer starts before any waiting
+//     in the ones after it, once the messages already held have started.
+//     A consumer a sweep found drained gets a pull of one message waiting
+//     on the server (a watch), sent again each time it runs out empty, and
+//     no sweep asks it while it waits: under load a sweep asks only the
+//     consumers that have messages, and an idle Source keeps one watch a
+//     consumer. A watch's message is taken beyond the credit, so a Source
+//     holds at most one message a consumer more than rule 1 says.
 
 // maxPullWait bounds how long a stop lets a pull run out before it
 // cancels it (rule 3): the default pull expiry.

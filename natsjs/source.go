@@ -87,11 +87,9 @@ type Source struct {
 	// lanes are the consumers a Source takes from in order, its own among
 	// them (WithLanes); nil for its own alone (lanes.go).
 	lanes    []jetstream.Consumer
-	watched  []bool // a lane has a watch waiting on the server
+	watched  []bool // a lane has a watch waiting on the server: found empty
 	watching int    // watches in flight, each asking one message
 	sweeping bool   // a sweep is in flight
-	idle     bool   // the last sweep found nothing
-	woken    bool   // a watch brought a message since the last sweep
 
 	journal   *journal // WithJournal's; nil without
 	noted     []note   // the deliveries a killed Source left noted held

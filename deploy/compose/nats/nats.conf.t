@@ -16,9 +16,9 @@ http: 0.0.0.0:8222
 # test compares): no stream deleted, no other read. Its password is the
 # environment's CREWD_NATS_PASSWORD. The system account has no user.
 tls {
-  cert_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/tls.crt
-  key_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/tls.key
-  ca_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/ca.crt
+  cert_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/tls.crt
+  key_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/tls.key
+  ca_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/ca.crt
   timeout: 2
 }
 authorization {
@@ -90,9 +90,9 @@ cluster {
   ]
   # Routes over TLS, each server's certificate checked both ways.
   tls {
-    cert_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/tls.crt
-    key_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/tls.key
-    ca_file: /tmp/crew-deploy-check.RoMjLm/nats-tls/ca.crt
+    cert_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/tls.crt
+    key_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/tls.key
+    ca_file: /tmp/crew-deploy-check.Xtbt8v/nats-tls/ca.crt
     verify: true
     timeout: 2
   }
