@@ -157,7 +157,7 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 		return ExitFailed
 	}
 	a.Jobs, a.Ready, a.Live = js.Jobs(), js.Ready, js.Live
-	a.UI = (&ui.UI{Jobs: js.Jobs(), Auth: tokens, LocalOnly: a.LocalOnly, Log: log, Ready: js.Ready}).Handler()
+	a.UI = (&ui.UI{Jobs: js.Jobs(), Auth: tokens, LocalOnly: a.LocalOnly, Log: log, Ready: js.Ready, TraceURL: cfg.TraceURL}).Handler()
 	reg.MustRegister(js.Collectors()...)
 	if lister, ok := js.Jobs().(jobs.Lister); ok {
 		reg.MustRegister(api.NewJobCounts(lister, api.CountTimeout))

@@ -25,6 +25,7 @@ type Config struct {
 	APITokens      string // the token file the API asks its callers' tokens of; "" for none
 	InsecureNoAuth bool   // serve the API to every caller on any address, without tokens
 	PProf          bool   // serve /debug/pprof/ on the admin listener
+	TraceURL       string // the trace UI's address of a trace, {trace_id} in it, for the web UI's links; "" for none
 
 	Workers     int           // the pool's bound
 	Queue       int           // the pool's queue
@@ -167,6 +168,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.NATSUser, "nats-user", "a user to authenticate to the servers of -nats-url, with -nats-password-file")
 	str(&c.NATSPasswordFile, "nats-password-file", "the file of -nats-user's password (its first line), read at every connect: a rotated password is taken at the next reconnect")
 	str(&c.Journal, "journal", "a file where crewd notes the jobs it holds, so that a crewd started again on it (its container restarted in its pod, the file on an emptyDir) runs a killed one's jobs at once rather than after -nats-ack-wait; default <data-dir>/held with the embedded server, none with -nats-url")
+	str(&c.TraceURL, "trace-url", "the address of a trace in your trace UI, with {trace_id} where the trace's id goes (\"https://jaeger.example/trace/{trace_id}\"): the web UI links each job to its trace; empty: the trace id is shown")
 	str(&c.NATSCA, "nats-ca", "a PEM file of the authority the servers' TLS certificates are checked against (-nats-url tls://...); empty: the system's")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers, at most a limit of its jobs running at once across every crewd, and at most a rate of them started a period (a second unless given) across every crewd: name=workers[/limit][@rate[/period]],... (\"email=4,partner=2/3@20,report=1@100/1m\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
@@ -361,6 +363,9 @@ func (c Config) Validate() error {
 	case c.ShutdownTimeout <= c.ShutdownDelay:
 		return fmt.Errorf("-shutdown-timeout %v: want more than -shutdown-delay %v", c.ShutdownTimeout, c.ShutdownDelay)
 	}
+	if err := validTraceURL(c.TraceURL); err != nil {
+		return fmt.Errorf("-trace-url %.120q: %v", c.TraceURL, err)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -445,6 +450,24 @@ func (c Config) validJobQueues() error {
 			return fmt.Errorf("-job-queues %s: %s", q.Name, inv.Reason)
 		}
 		seen[q.Name] = true
+	}
+	return nil
+}
+
+// validTraceURL checks -trace-url: "", or an http(s) address with
+// {trace_id} in it.
+func validTraceURL(t string) error {
+	if t == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(t, "{trace_id}", "0"))
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return errors.New("want an http or https address")
+	case !strings.Contains(t, "{trace_id}"):
+		return errors.New("want {trace_id} where the trace's id goes")
 	}
 	return nil
 }

@@ -138,6 +138,8 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{args: []string{"-job-queues", "email=2,email=3"}, want: "-job-queues email: named twice"},
 		{args: []string{"-job-queues", "default=2"}, want: "-job-queues default: the default queue"},
 		{args: []string{"-job-queues", "email=2@x"}, want: `rate "x": not a number`},
+		{args: []string{"-trace-url", "https://jaeger.example/trace"}, want: `-trace-url "https://jaeger.example/trace": want {trace_id}`},
+		{args: []string{"-trace-url", "ftp://x/{trace_id}"}, want: "want an http or https address"},
 		{args: []string{"-job-queues", "email=2@5/soon"}, want: `rate's period "soon": not a duration`},
 		{args: []string{"-job-queues", "email=2@-5"}, want: `-job-queues email: "rate" -5`},
 		{args: []string{"-job-queues", "email=2@5/1ns"}, want: `-job-queues email: "per" 1ns`},

@@ -208,7 +208,10 @@ func (u *UI) job(w http.ResponseWriter, r *http.Request, v view) {
 		JSON     string
 		Back     string
 		CanRetry bool
-	}{rec, string(pretty), r.URL.RequestURI(), rec.State.Terminal() && rec.State != jobs.Succeeded}
+		Priority int
+		Timeline []event
+		TraceURL string
+	}{rec, string(pretty), r.URL.RequestURI(), rec.State.Terminal() && rec.State != jobs.Succeeded, priorityOf(rec), timeline(rec), traceLink(u.TraceURL, rec.Trace)}
 	u.render(w, http.StatusOK, "job", v)
 }
 

@@ -33,6 +33,10 @@ type UI struct {
 	// Ready, if not nil, says why this replica cannot take jobs now (its
 	// job store unreachable), for the overview; nil error: it can.
 	Ready func() error
+	// TraceURL, if not "", makes a job's trace a link: the address of the
+	// trace UI with {trace_id} where the trace's id goes
+	// ("https://jaeger.example/trace/{trace_id}").
+	TraceURL string
 
 	once       sync.Once
 	pages      map[string]*template.Template

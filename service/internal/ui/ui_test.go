@@ -104,6 +104,11 @@ func TestUIAsksAndRefuses(t *testing.T) {
 	if page.Code != 200 || strings.Contains(page.Body.String(), `id="cancel"`) {
 		t.Fatalf("a reader's job page: %d, cancel shown: %v", page.Code, strings.Contains(page.Body.String(), `id="cancel"`))
 	}
+	for _, want := range []string{`id="timeline"`, `<td>submitted</td>`, `priority <span id="priority">2</span>`} {
+		if !strings.Contains(page.Body.String(), want) {
+			t.Fatalf("a job page without %s:\n%s", want, page.Body.String())
+		}
+	}
 	readerCSRF := csrfField.FindStringSubmatch(do(h, "GET", "/ui/", nil, tokens["reader"], nil).Body.String())
 	page = do(h, "GET", "/ui/jobs/"+rec.ID, nil, tokens["ops"], nil)
 	m := csrfField.FindStringSubmatch(page.Body.String())
