@@ -1,12 +1,14 @@
 package jsjobs
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
@@ -375,6 +377,34 @@ func (x *index) counts(delivered map[string]uint64) jobs.Counts {
 		}
 	}
 	return c
+}
+
+// ends counts the jobs in a terminal state by the minute of their latest
+// change, over the minutes before now (the current one last): a binary
+// search into each terminal state's list, then the items since.
+func (x *index) ends(now time.Time, minutes int) []jobs.Ends {
+	last := now.Truncate(time.Minute)
+	first := last.Add(-time.Duration(minutes-1) * time.Minute)
+	out := make([]jobs.Ends, minutes)
+	for i := range out {
+		out[i] = jobs.Ends{Minute: first.Add(time.Duration(i) * time.Minute), Counts: jobs.Counts{}}
+	}
+	from := first.UnixNano()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i, st := range jobs.States {
+		if !st.Terminal() {
+			continue
+		}
+		l := x.lists[i]
+		k, _ := slices.BinarySearchFunc(l.items, from, func(it item, t int64) int { return cmp.Compare(it.t, t) })
+		for _, it := range l.items[k:] {
+			if m := int((it.t - from) / int64(time.Minute)); m < minutes && x.current(uint8(i), it) {
+				out[m].Counts[st]++
+			}
+		}
+	}
+	return out
 }
 
 // queueNames are the queues of the jobs indexed, the default first.

@@ -2,7 +2,9 @@ package jsjobs
 
 import (
 	"fmt"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
@@ -178,6 +180,35 @@ func TestIndexEvicts(t *testing.T) {
 	for _, id := range listIDs(x, "", 7, 0) {
 		if s := x.byID[mustKey(t, id)]; !s.fromMsg && s.seq < 51 {
 			t.Fatalf("job %s (record %d) still listed", id, s.seq)
+		}
+	}
+}
+
+// TestIndexEndsPerMinute: ends counted in the minute of their record, by
+// state; a job that ended and was retried since counts no more; what ended
+// before the span or is not ended counts nowhere.
+func TestIndexEndsPerMinute(t *testing.T) {
+	x := newIndex()
+	now := time.Date(2026, 11, 28, 12, 30, 20, 0, time.UTC)
+	at := func(min, sec int) int64 {
+		return now.Truncate(time.Minute).Add(time.Duration(min)*time.Minute + time.Duration(sec)*time.Second).UnixNano()
+	}
+	x.set(entry{id: testKey(1), state: jobs.Succeeded, t: at(0, 5), seq: 1})   // this minute
+	x.set(entry{id: testKey(2), state: jobs.Succeeded, t: at(-1, 59), seq: 2}) // the minute before
+	x.set(entry{id: testKey(3), state: jobs.Failed, t: at(-1, 0), seq: 3})
+	x.set(entry{id: testKey(4), state: jobs.TimedOut, t: at(-2, 30), seq: 4})
+	x.set(entry{id: testKey(5), state: jobs.Succeeded, t: at(-3, 0), seq: 5}) // before the span of 3 minutes
+	x.set(entry{id: testKey(6), state: jobs.Running, t: at(0, 1), seq: 6})    // not ended
+	x.set(entry{id: testKey(7), state: jobs.Failed, t: at(-1, 10), seq: 7})
+	x.set(entry{id: testKey(7), state: jobs.Queued, t: at(0, 10), seq: 8, fromMsg: true, retryOf: 7}) // retried since
+	got := x.ends(now, 3)
+	want := []jobs.Counts{{jobs.TimedOut: 1}, {jobs.Succeeded: 1, jobs.Failed: 1}, {jobs.Succeeded: 1}}
+	if len(got) != 3 {
+		t.Fatalf("%d minutes", len(got))
+	}
+	for i, w := range want {
+		if !got[i].Minute.Equal(now.Truncate(time.Minute).Add(time.Duration(i-2)*time.Minute)) || !maps.Equal(got[i].Counts, w) {
+			t.Errorf("minute %d: %v %v, want %v", i, got[i].Minute, got[i].Counts, w)
 		}
 	}
 }

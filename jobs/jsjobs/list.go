@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -81,6 +82,26 @@ func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
 	}
 	r.synced(ctx, t)
 	return t.index.counts(r.deliveredAll(ctx, t.index)), nil
+}
+
+// EndsPerMinute counts the jobs that ended a minute over the last
+// minutes, from the index (no store read but its sync).
+func (r *Runner) EndsPerMinute(ctx context.Context, minutes int) ([]jobs.Ends, error) {
+	if minutes < 1 || minutes > jobs.MaxEndsMinutes {
+		return nil, &jobs.InvalidError{Reason: fmt.Sprintf(`"minutes" %d: want 1 to %d`, minutes, jobs.MaxEndsMinutes)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t, err := r.tails()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.loaded(ctx, t); err != nil {
+		return nil, err
+	}
+	r.synced(ctx, t)
+	return t.index.ends(time.Now(), minutes), nil
 }
 
 // deliveredAll is how far each lane of the index's jobs (a queue's

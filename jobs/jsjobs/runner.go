@@ -69,6 +69,7 @@ type Runner struct {
 var (
 	_ jobs.KeyedRunner = (*Runner)(nil)
 	_ jobs.Queuer      = (*Runner)(nil)
+	_ jobs.EndCounter  = (*Runner)(nil)
 )
 
 // Config names what New finds or creates, and the settings it creates

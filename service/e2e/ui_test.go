@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,15 @@ func TestUIInABrowser(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, base+"/ui/", "overview")
+	// The overview's chart counts the job that timed out, and the
+	// canceled ones, in the hour (from the store's index).
+	sum, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#ends-sum")))
+	if err != nil {
+		t.Fatalf("the overview's chart: %v", err)
+	}
+	if m := regexp.MustCompile(`(\d+) failed or timed out, (\d+) canceled`).FindStringSubmatch(sum); m == nil || m[1] == "0" || m[2] == "0" {
+		t.Fatalf("the overview's chart says %q: want the job timed out and those canceled", sum)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/failures"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-kind="sleep"] .retry-group`)),

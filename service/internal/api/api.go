@@ -125,8 +125,10 @@ func (a *API) routes() []route {
 	return []route{
 		{"/v1/factorial", map[string]endpoint{http.MethodPost: computes(a.factorial)}},
 		{"/v1/jobs", map[string]endpoint{http.MethodPost: submits(a.postJob), http.MethodGet: reads(a.listJobs)}},
-		// "counts" is no job id (jobs.ValidID): the literal route takes it.
+		// "counts" and "ends" are no job ids (jobs.ValidID): the literal
+		// routes take them.
 		{"/v1/jobs/counts", map[string]endpoint{http.MethodGet: reads(a.jobCounts)}},
+		{"/v1/jobs/ends", map[string]endpoint{http.MethodGet: reads(a.jobEnds)}},
 		{"/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)}},
 		{"/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)}},
 		{"/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)}},

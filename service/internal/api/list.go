@@ -73,6 +73,41 @@ func (a *API) jobCounts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, countsAnswer{all})
 }
 
+// jobEnds answers GET /v1/jobs/ends?minutes=N (default 60, at most a
+// day): {"minutes": [{"minute", "counts"}, ...]}, the jobs ended in each
+// of the last N minutes by end state, oldest first, the current minute
+// last; from the store's index, never a scan of the store.
+func (a *API) jobEnds(w http.ResponseWriter, r *http.Request) {
+	ec, ok := a.Jobs.(jobs.EndCounter)
+	if !ok {
+		a.fail(w, r, http.StatusNotImplemented, "jobs ended a minute: not counted by this job store")
+		return
+	}
+	minutes := 60
+	q := r.URL.Query()
+	for k := range q {
+		if k != "minutes" {
+			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("query parameter %s: /v1/jobs/ends takes minutes", quoteShort(k)))
+			return
+		}
+	}
+	if v := q.Get("minutes"); v != "" || q.Has("minutes") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > jobs.MaxEndsMinutes {
+			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("minutes %s: want 1 to %d", quoteShort(v), jobs.MaxEndsMinutes))
+			return
+		}
+		minutes = n
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), a.RequestTimeout)
+	defer cancel()
+	ends, err := ec.EndsPerMinute(ctx, minutes)
+	if a.listError(w, r, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"minutes": ends})
+}
+
 // listError answers a List's or a Counts' error, if any: 400 for a query
 // the store refuses, 503 while the store is out.
 func (a *API) listError(w http.ResponseWriter, r *http.Request, err error) bool {

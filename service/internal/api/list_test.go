@@ -142,3 +142,46 @@ func TestListUnavailableAnswers503(t *testing.T) {
 		}
 	}
 }
+
+// endsRunner counts ends as a store would, noting the minutes asked.
+type endsRunner struct {
+	unavailable
+	asked *int
+}
+
+func (e endsRunner) EndsPerMinute(_ context.Context, minutes int) ([]jobs.Ends, error) {
+	*e.asked = minutes
+	return []jobs.Ends{{Minute: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), Counts: jobs.Counts{jobs.Succeeded: 7}}}, nil
+}
+
+// TestJobEnds: GET /v1/jobs/ends asks the store for 60 minutes, or the
+// minutes given; a bad or unknown parameter is a 400 naming it, a store
+// that does not count ends a 501.
+func TestJobEnds(t *testing.T) {
+	f := newFixture(t)
+	var asked int
+	f.api.Jobs = endsRunner{asked: &asked}
+	a := f.do(t, "GET", "/v1/jobs/ends", "")
+	mins, _ := a.body["minutes"].([]any)
+	if a.code != 200 || asked != 60 || len(mins) != 1 || !strings.Contains(fmt.Sprint(mins[0]), "succeeded:7") {
+		t.Fatalf("GET /v1/jobs/ends: %d %v, asked %d minutes", a.code, a.body, asked)
+	}
+	if a := f.do(t, "GET", "/v1/jobs/ends?minutes=5", ""); a.code != 200 || asked != 5 {
+		t.Fatalf("?minutes=5: %d, asked %d", a.code, asked)
+	}
+	for q, want := range map[string]string{
+		"minutes=0":    `minutes "0": want 1 to 1440`,
+		"minutes=1441": `minutes "1441"`,
+		"minutes=x":    `minutes "x"`,
+		"minutes=":     "minutes",
+		"state=failed": `query parameter "state"`,
+	} {
+		if a := f.do(t, "GET", "/v1/jobs/ends?"+q, ""); a.code != 400 || !strings.Contains(fmt.Sprint(a.body["error"]), want) {
+			t.Errorf("?%s: %d %v, want 400 naming %q", q, a.code, a.body, want)
+		}
+	}
+	f.api.Jobs = unavailable{}
+	if a := f.do(t, "GET", "/v1/jobs/ends", ""); a.code != 501 {
+		t.Fatalf("a store that counts no ends: %d %v", a.code, a.body)
+	}
+}

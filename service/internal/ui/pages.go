@@ -80,6 +80,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 		Now     string
 		Queuing bool
 		Store   string
+		Ends    *endsChart
 	}{Now: time.Now().UTC().Format(time.TimeOnly), Store: "answering"}
 	if u.Ready != nil {
 		if err := u.Ready(); err != nil {
@@ -93,6 +94,15 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 		}
 		for _, st := range jobs.States {
 			data.Counts = append(data.Counts, stateCount{st, counts[st]})
+		}
+	}
+	if ec, ok := u.Jobs.(jobs.EndCounter); ok {
+		ends, err := ec.EndsPerMinute(r.Context(), 60)
+		if err != nil {
+			data.Errors = append(data.Errors, "jobs ended a minute: "+err.Error())
+		} else {
+			c := chartOf(ends)
+			data.Ends = &c
 		}
 	}
 	if q, ok := u.Jobs.(jobs.Queuer); ok {
