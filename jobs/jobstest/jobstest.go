@@ -226,3 +226,69 @@ func CheckKeyed(t *testing.T, runners ...jobs.KeyedRunner) {
 		t.Fatalf("the key of a refused request, used again: replayed %v, %v", replayed, err)
 	}
 }
+
+// CheckDelete holds a runner whose jobs run to the contract of
+// jobs.Deleter: an ended job deleted is gone (Get and a second Delete
+// answer ErrNotFound) and Delete returns it as it was; a job not ended is
+// a *LiveError naming its state, and stays; canceled, it can be deleted;
+// an id that is none is ErrNotFound.
+func CheckDelete(t *testing.T, d jobs.Deleter) {
+	t.Helper()
+	ctx := context.Background()
+	done, err := d.Submit(ctx, Factorial(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, d, done.ID, func(st jobs.State) bool { return st == jobs.Succeeded })
+	rec, err := d.Delete(ctx, done.ID)
+	if err != nil || rec.ID != done.ID || rec.State != jobs.Succeeded {
+		t.Fatalf("Delete of a succeeded job: %+v, %v", rec, err)
+	}
+	if _, err := d.Get(ctx, done.ID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	if _, err := d.Delete(ctx, done.ID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("a second Delete: %v, want ErrNotFound", err)
+	}
+	live, err := d.Submit(ctx, Sleep(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Delete(ctx, live.ID)
+	var le *jobs.LiveError
+	if !errors.As(err, &le) || le.State.Terminal() {
+		t.Fatalf("Delete of a job not ended: %v, want a *LiveError", err)
+	}
+	if got, err := d.Get(ctx, live.ID); err != nil || got.State.Terminal() {
+		t.Fatalf("a job refused a delete: %+v, %v; want it as it was", got, err)
+	}
+	c, ok := d.(jobs.Canceler)
+	if !ok {
+		t.Fatal("a Deleter that does not cancel")
+	}
+	if _, _, err := c.Cancel(ctx, live.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, d, live.ID, func(st jobs.State) bool { return st == jobs.Canceled })
+	if rec, err := d.Delete(ctx, live.ID); err != nil || rec.State != jobs.Canceled {
+		t.Fatalf("Delete of a canceled job: %+v, %v", rec, err)
+	}
+	for _, id := range []string{"", "nope", "0123456789abcdef"} {
+		if _, err := d.Delete(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			t.Errorf("Delete(%q): %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// waitFor polls job id until its state is ok, for 10 s at most.
+func waitFor(t *testing.T, r jobs.Runner, id string, ok func(jobs.State) bool) {
+	t.Helper()
+	var rec jobs.Record
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if rec, err = r.Get(context.Background(), id); err == nil && ok(rec.State) {
+			return
+		}
+	}
+	t.Fatalf("job %s: %+v, %v", id, rec, err)
+}

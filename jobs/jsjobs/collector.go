@@ -39,7 +39,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.in.queueLimit
 	ch <- c.in.queuePaused
 	ch <- c.in.queueOldest
-	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
+	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks, c.in.deletes} {
 		v.Describe(ch)
 	}
 }
@@ -51,7 +51,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.in.storeUp, prometheus.GaugeValue, up)
 	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(c.health.handbacks.Load()))
-	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks} {
+	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks, c.in.deletes} {
 		v.Collect(ch)
 	}
 	for _, q := range c.in.queues.snapshot(c.r.Queues) {

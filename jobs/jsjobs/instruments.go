@@ -21,7 +21,7 @@ import (
 // one method here, which counts it everywhere it is counted.
 type instruments struct {
 	runs                                            *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
-	cancels, backoffs, reruns, ticks                *prometheus.CounterVec
+	cancels, backoffs, reruns, ticks, deletes       *prometheus.CounterVec
 	storeUp, storeHandBacks                         *prometheus.Desc
 	queueJobs, queueLimit, queuePaused, queueOldest *prometheus.Desc
 	queues                                          queueGauges // the queues as these export them
@@ -60,6 +60,10 @@ func newInstruments(ns string) *instruments {
 		reruns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ns + "_jobs_rerun_total",
 			Help: "Ended jobs run again by a retry request (dead letters), by the state they had ended in (failed, timed_out, canceled, not_run).",
+		}, []string{"state"}),
+		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ns + "_jobs_deleted_total",
+			Help: "Ended jobs deleted by hand before their retention, by the state they ended in.",
 		}, []string{"state"}),
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ns + "_job_ticks_total",
@@ -148,6 +152,11 @@ func (in *instruments) skipped() { in.counts.skipped.Add(1) }
 func (in *instruments) canceled(was jobs.State) {
 	in.counts.canceled.Add(1)
 	in.cancels.WithLabelValues(string(was)).Inc()
+}
+
+// deleted counts an ended job, in state was, deleted by hand.
+func (in *instruments) deleted(was jobs.State) {
+	in.deletes.WithLabelValues(string(was)).Inc()
 }
 
 // rerun counts an ended job, in state was, run again by a Retry.

@@ -164,6 +164,32 @@ func (r *records) swap(ctx context.Context, rec jobs.Record, rev uint64) (uint64
 	return 0, storeError(err)
 }
 
+// purge removes job id's record, only if it is still at revision rev:
+// a purge marker (the bucket's own, which a KV reader reads as deleted)
+// that rolls up the key's earlier messages, and itself expires after
+// purgedTTL; errChanged otherwise.
+func (r *records) purge(ctx context.Context, id string, rev uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	msg := nats.NewMsg(r.layout.record(id))
+	msg.Header.Set("KV-Operation", "PURGE")
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	_, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(purgedTTL))
+	var api *jetstream.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		return errChanged
+	}
+	return storeError(err)
+}
+
+// purgedTTL is how long a deleted job's purge marker stays: enough for
+// every replica's index to read it.
+const purgedTTL = time.Hour
+
 // queuedAgain is an ended job's record queued again by a Retry: fresh
 // attempts, its earlier runs' errors kept.
 func queuedAgain(rec jobs.Record) jobs.Record {

@@ -131,6 +131,7 @@ func (a *API) routes() []route {
 		{"/v1/jobs/ends", map[string]endpoint{http.MethodGet: reads(a.jobEnds)}},
 		{"/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)}},
 		{"/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)}},
+		{"/v1/jobs/{id}/record", map[string]endpoint{http.MethodDelete: admins(a.deleteJob)}},
 		{"/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)}},
 		{"/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)}},
 		{"/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)}},
@@ -469,6 +470,32 @@ func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, _, err := canceler.Cancel(r.Context(), id)
 	a.jobAnswer(w, r, id, rec, err)
+}
+
+// deleteJob deletes an ended job: 200 {"id", "deleted": true, "state"}
+// (the state it ended in); 404 for one unknown or deleted already; 409
+// naming the state of one not ended (cancel it first).
+func (a *API) deleteJob(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.jobID(w, r)
+	if !ok {
+		return
+	}
+	d, ok := a.Jobs.(jobs.Deleter)
+	if !ok {
+		a.fail(w, r, http.StatusNotImplemented, "delete: not taken by this job store")
+		return
+	}
+	rec, err := d.Delete(r.Context(), id)
+	var live *jobs.LiveError
+	if errors.As(err, &live) {
+		a.fail(w, r, http.StatusConflict, fmt.Sprintf("job %s has not ended: %s (cancel it first)", id, live.State))
+		return
+	}
+	if err != nil {
+		a.jobAnswer(w, r, id, rec, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true, "state": rec.State})
 }
 
 // quoteShort quotes s, cut to its first 32 bytes: an answer does not echo

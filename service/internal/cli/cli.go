@@ -29,13 +29,14 @@ const (
 const URLVar = "CREW_URL"
 
 const usage = `usage: crewd jobs list [-state S] [-kind K] [-limit N] [-after CURSOR]
-       crewd jobs get ID | cancel ID | retry ID | counts
+       crewd jobs get ID | cancel ID | retry ID | delete ID | counts | ends [-minutes N]
        crewd queues [list] | pause NAME [-until RFC3339] | resume NAME
+       crewd dash [-every 2s] [-once]
 flags, anywhere: -url (crewd's API, $CREW_URL, default http://127.0.0.1:8080),
 -token-file (a file whose first line is the token; default $CREW_API_TOKEN), -json (the API's answer as it is)`
 
-// Run runs "crewd jobs ARGS" (what "jobs") or "crewd queues ARGS" (what
-// "queues") and returns the exit code.
+// Run runs "crewd jobs ARGS" (what "jobs"), "crewd queues ARGS" (what
+// "queues") or "crewd dash ARGS" (what "dash") and returns the exit code.
 func Run(what string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crewd "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,6 +49,9 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 	limit := fs.Int("limit", 0, "jobs list: at most this many (the API's default: 100)")
 	after := fs.String("after", "", "jobs list: the page after this cursor (the last page's next)")
 	until := fs.String("until", "", "queues pause: resume by itself then (RFC 3339)")
+	minutes := fs.Int("minutes", 0, "jobs ends: the last this many minutes (the API's default: 60)")
+	every := fs.Duration("every", 2*time.Second, "dash: how often the screen is drawn again")
+	once := fs.Bool("once", false, "dash: draw the screen once and exit")
 	// Flags before, between or after the verb and its arguments.
 	var rest []string
 	for {
@@ -77,11 +81,18 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 		return ExitUsage
 	}
 	c := &client{base: strings.TrimSuffix(*base, "/"), http: &http.Client{Timeout: 30 * time.Second, Transport: &auth.Transport{Token: token}}}
+	if what == "dash" {
+		if len(rest) != 0 || *every < 100*time.Millisecond {
+			fmt.Fprintln(stderr, usage)
+			return ExitUsage
+		}
+		return c.dash(stdout, stderr, *every, *once)
+	}
 	verb := "list"
 	if len(rest) > 0 {
 		verb, rest = rest[0], rest[1:]
 	}
-	call, ok := c.calls(what, verb, rest, *state, *kind, *limit, *after, *until)
+	call, ok := c.calls(what, verb, rest, *state, *kind, *limit, *after, *until, *minutes)
 	if !ok {
 		fmt.Fprintln(stderr, usage)
 		return ExitUsage
@@ -129,7 +140,7 @@ type call struct {
 	print        func(w io.Writer, body []byte) error
 }
 
-func (c *client) calls(what, verb string, rest []string, state, kind string, limit int, after, until string) (call, bool) {
+func (c *client) calls(what, verb string, rest []string, state, kind string, limit int, after, until string, minutes int) (call, bool) {
 	one := func() (string, bool) {
 		if len(rest) != 1 || rest[0] == "" {
 			return "", false
@@ -157,13 +168,21 @@ func (c *client) calls(what, verb string, rest []string, state, kind string, lim
 		return call{"GET", path, printJobs}, true
 	case "jobs counts":
 		return call{"GET", "/v1/jobs/counts", printCounts}, len(rest) == 0
-	case "jobs get", "jobs cancel", "jobs retry":
+	case "jobs ends":
+		path := "/v1/jobs/ends"
+		if minutes != 0 {
+			path += "?minutes=" + fmt.Sprint(minutes)
+		}
+		return call{"GET", path, printEnds}, len(rest) == 0
+	case "jobs get", "jobs cancel", "jobs retry", "jobs delete":
 		id, ok := one()
 		switch verb {
 		case "get":
 			return call{"GET", "/v1/jobs/" + id, printJob}, ok
 		case "cancel":
 			return call{"DELETE", "/v1/jobs/" + id, printJob}, ok
+		case "delete":
+			return call{"DELETE", "/v1/jobs/" + id + "/record", printDeleted}, ok
 		}
 		return call{"POST", "/v1/jobs/" + id + "/retry", printJob}, ok
 	case "queues list":

@@ -82,3 +82,27 @@ func printQueues(w io.Writer, body []byte) error {
 	}
 	return nil
 }
+
+func printDeleted(w io.Writer, body []byte) error {
+	var d struct {
+		ID    string
+		State jobs.State
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\tdeleted (it had %s)\n", d.ID, d.State)
+	return nil
+}
+
+func printEnds(w io.Writer, body []byte) error {
+	var e struct{ Minutes []jobs.Ends }
+	if err := json.Unmarshal(body, &e); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "MINUTE\tSUCCEEDED\tFAILED\tTIMED OUT\tCANCELED")
+	for _, m := range e.Minutes {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", m.Minute.UTC().Format("15:04"), m.Counts[jobs.Succeeded], m.Counts[jobs.Failed], m.Counts[jobs.TimedOut], m.Counts[jobs.Canceled])
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,7 +12,7 @@ import (
 // maxBulk bounds the jobs one bulk action takes.
 const maxBulk = 1000
 
-// bulk cancels or retries the jobs selected on the jobs page: first a page
+// bulk cancels, retries or deletes the jobs selected on the jobs page: first a page
 // that says how many and asks to confirm, then, confirmed, each in turn,
 // one audit line with the counts.
 func (u *UI) bulk(w http.ResponseWriter, r *http.Request) {
@@ -22,8 +23,8 @@ func (u *UI) bulk(w http.ResponseWriter, r *http.Request) {
 	action := r.PostFormValue("action")
 	ids := slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(r.PostForm["id"]))), func(id string) bool { return !jobs.ValidID(id) })
 	switch {
-	case action != "cancel" && action != "retry":
-		u.message(w, r, http.StatusBadRequest, "A bulk action is cancel or retry.")
+	case action != "cancel" && action != "retry" && action != "delete":
+		u.message(w, r, http.StatusBadRequest, "A bulk action is cancel, retry or delete.")
 		return
 	case len(ids) == 0:
 		u.message(w, r, http.StatusBadRequest, "No job selected.")
@@ -41,10 +42,7 @@ func (u *UI) bulk(w http.ResponseWriter, r *http.Request) {
 			}{action, ids, back(r)}})
 		return
 	}
-	do := u.cancelJob
-	if action == "retry" {
-		do = u.retryJob
-	}
+	do := map[string]func(context.Context, string) (int, error){"cancel": u.cancelJob, "retry": u.retryJob, "delete": u.deleteJob}[action]
 	done := 0
 	for _, id := range ids {
 		if _, err := do(r.Context(), id); err == nil {

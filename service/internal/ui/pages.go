@@ -213,15 +213,17 @@ func (u *UI) job(w http.ResponseWriter, r *http.Request, v view) {
 		return
 	}
 	pretty, _ := json.MarshalIndent(rec, "", "  ")
+	_, deletes := u.Jobs.(jobs.Deleter)
 	v.Data = struct {
-		Job      jobs.Record
-		JSON     string
-		Back     string
-		CanRetry bool
-		Priority int
-		Timeline []event
-		TraceURL string
-	}{rec, string(pretty), r.URL.RequestURI(), rec.State.Terminal() && rec.State != jobs.Succeeded, priorityOf(rec), timeline(rec), traceLink(u.TraceURL, rec.Trace)}
+		Job       jobs.Record
+		JSON      string
+		Back      string
+		CanRetry  bool
+		CanDelete bool
+		Priority  int
+		Timeline  []event
+		TraceURL  string
+	}{rec, string(pretty), r.URL.RequestURI(), rec.State.Terminal() && rec.State != jobs.Succeeded, deletes && rec.State.Terminal(), priorityOf(rec), timeline(rec), traceLink(u.TraceURL, rec.Trace)}
 	u.render(w, http.StatusOK, "job", v)
 }
 
@@ -267,6 +269,31 @@ func (u *UI) retryJob(ctx context.Context, id string) (int, error) {
 	switch {
 	case errors.As(err, &ended):
 		return http.StatusConflict, fmt.Errorf("job %s has %s: only a failed, timed_out, canceled or not_run job is retried", id, ended.State)
+	case errors.Is(err, jobs.ErrNotFound):
+		return http.StatusNotFound, fmt.Errorf("no job %s", id)
+	case err != nil:
+		return http.StatusConflict, err
+	}
+	return http.StatusOK, nil
+}
+
+func (u *UI) deleteOne(r *http.Request) (string, int, error) {
+	id := r.PathValue("id")
+	status, err := u.deleteJob(r.Context(), id)
+	return id, status, err
+}
+
+// deleteJob deletes ended job id; the status says how it went.
+func (u *UI) deleteJob(ctx context.Context, id string) (int, error) {
+	d, ok := u.Jobs.(jobs.Deleter)
+	if !ok || !jobs.ValidID(id) {
+		return http.StatusBadRequest, errors.New("this job cannot be deleted here")
+	}
+	_, err := d.Delete(ctx, id)
+	var live *jobs.LiveError
+	switch {
+	case errors.As(err, &live):
+		return http.StatusConflict, fmt.Errorf("job %s is %s: only an ended job is deleted (cancel it first)", id, live.State)
 	case errors.Is(err, jobs.ErrNotFound):
 		return http.StatusNotFound, fmt.Errorf("no job %s", id)
 	case err != nil:

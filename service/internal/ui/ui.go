@@ -73,6 +73,7 @@ func (u *UI) Handler() http.Handler {
 	mux.HandleFunc("POST /ui/jobs/bulk", u.bulk)
 	mux.Handle("POST /ui/jobs/{id}/cancel", u.action(u.cancel))
 	mux.Handle("POST /ui/jobs/{id}/retry", u.action(u.retry))
+	mux.Handle("POST /ui/jobs/{id}/delete", u.action(u.deleteOne))
 	mux.Handle("POST /ui/queues/{name}/pause", u.action(u.pause(true)))
 	mux.Handle("POST /ui/queues/{name}/resume", u.action(u.pause(false)))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
