@@ -77,7 +77,7 @@ type Spec struct {
 	// serve it; "" is DefaultQueue.
 	Queue string `json:"queue,omitempty"`
 	// Priority orders the jobs waiting in one queue: 1 starts first, then
-	// 2, 3 and 4, each in submit order; 0 is DefaultPriority. Only the
+	// 2, 3 and 4, each about in submit order; 0 is DefaultPriority. Only the
 	// JetStream store keeps it (memjobs runs its jobs in submit order).
 	Priority int `json:"priority,omitempty"`
 	// Submitter names who submitted the job, as the submitting program

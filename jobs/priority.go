@@ -4,8 +4,10 @@ import "fmt"
 
 // Priorities order the jobs waiting in one queue, River's way: a job of
 // priority 1 waiting starts before any of priority 2 waiting, on the next
-// free worker, and so on down to 4; jobs of one priority start in the
-// order they were submitted. The order is strict: a queue kept full of
+// free worker, and so on down to 4; jobs of one priority start about in
+// the order they were submitted (a few taken by pulls in flight together
+// may swap, as in a queue without priorities). The order between
+// priorities is strict: a queue kept full of
 // priority-1 jobs starts none of priority 4 until it drains. A program
 // that must not starve its low priorities gives them a queue of their
 // own, whose workers no other priority takes.

@@ -68,16 +68,17 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
 
 // pullLanes is pull's decision for lanes (rule 5), with s.mu held: credit
 // counts the watches' messages as not asked for. It sweeps the lanes no
-// watch waits on, one sweep at a time; with every lane watched (all
-// empty) it sends nothing.
-func (s *Source) pullLanes(credit int) {
-	if s.sweeping || credit <= 0 || !slices.Contains(s.watched, false) {
+// watch waits on; another sweep while one is in flight only for a credit
+// of threshold or more (rule 2); with every lane watched (all empty) it
+// sends nothing.
+func (s *Source) pullLanes(credit, threshold int) {
+	if credit <= 0 || (s.sweeps > 0 && credit < threshold) || !slices.Contains(s.watched, false) {
 		return
 	}
 	if s.maxBatch > 0 && credit > s.maxBatch {
 		credit = s.maxBatch
 	}
-	s.sweeping = true
+	s.sweeps++
 	s.requested += credit
 	s.fetches++
 	go s.sweep(credit)
@@ -111,7 +112,7 @@ func (s *Source) sweep(n int) {
 	s.mu.Lock()
 	s.requested -= n - got
 	s.backlog = got == n
-	s.sweeping = false
+	s.sweeps--
 	if err == nil {
 		for _, i := range drained {
 			s.watchLane(i)

@@ -43,9 +43,10 @@ import (
 //     connection stops the Source with its error.
 //  5. Priorities (WithLanes: lanes.go). A Source over several consumers
 //     takes, with the credit of rule 1, what waits now in the first, then
-//     in the next with what credit is left, and so on, one such sweep at
-//     a time: a message waiting in a consumer starts before any waiting
-//     in the ones after it, once the messages already held have started.
+//     in the next with what credit is left, and so on, a sweep sent as
+//     rule 2 sends a pull: a message waiting in a consumer starts before
+//     any waiting in the ones after it, once the messages already held
+//     (or asked for by a sweep in flight) have started.
 //     A consumer a sweep found drained gets a pull of one message waiting
 //     on the server (a watch), sent again each time it runs out empty, and
 //     no sweep asks it while it waits: under load a sweep asks only the
@@ -111,7 +112,7 @@ func (s *Source) pull() {
 	threshold := max(1, (st.MaxWorkers+size)/2)
 	s.freed, s.threshold = 0, threshold
 	if len(s.lanes) > 1 {
-		s.pullLanes(credit + s.watching) // rule 5
+		s.pullLanes(credit+s.watching, threshold) // rule 5
 		return
 	}
 	if credit <= 0 || (s.requested > 0 && credit < threshold) {

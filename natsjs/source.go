@@ -89,7 +89,7 @@ type Source struct {
 	lanes    []jetstream.Consumer
 	watched  []bool // a lane has a watch waiting on the server: found empty
 	watching int    // watches in flight, each asking one message
-	sweeping bool   // a sweep is in flight
+	sweeps   int    // sweeps in flight
 
 	journal   *journal // WithJournal's; nil without
 	noted     []note   // the deliveries a killed Source left noted held
