@@ -70,18 +70,11 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 
 // Counts implements jobs.Lister, from the index as List reads it.
 func (r *Runner) Counts(ctx context.Context) (jobs.Counts, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	t, err := r.tails()
+	x, err := r.syncedIndex(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.loaded(ctx, t); err != nil {
-		return nil, err
-	}
-	r.synced(ctx, t)
-	return t.index.counts(r.deliveredAll(ctx, t.index)), nil
+	return x.counts(r.deliveredAll(ctx, x)), nil
 }
 
 // EndsPerMinute counts the jobs that ended a minute over the last
@@ -90,6 +83,16 @@ func (r *Runner) EndsPerMinute(ctx context.Context, minutes int) ([]jobs.Ends, e
 	if minutes < 1 || minutes > jobs.MaxEndsMinutes {
 		return nil, &jobs.InvalidError{Reason: fmt.Sprintf(`"minutes" %d: want 1 to %d`, minutes, jobs.MaxEndsMinutes)}
 	}
+	x, err := r.syncedIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return x.ends(time.Now(), minutes), nil
+}
+
+// syncedIndex is the index once loaded, and synced with the stores as
+// far as they answer within syncWait.
+func (r *Runner) syncedIndex(ctx context.Context) (*index, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -101,7 +104,7 @@ func (r *Runner) EndsPerMinute(ctx context.Context, minutes int) ([]jobs.Ends, e
 		return nil, err
 	}
 	r.synced(ctx, t)
-	return t.index.ends(time.Now(), minutes), nil
+	return t.index, nil
 }
 
 // deliveredAll is how far each lane of the index's jobs (a queue's

@@ -114,7 +114,7 @@ func TestUIInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("the job's page: %v", err)
 	}
-	record, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#record")))
+	record, err := liveText(ctx, "#record")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,50 @@ func TestUIInABrowser(t *testing.T) {
 	}
 	if state != "canceled" || !strings.Contains(record, `"submitter": "operator"`) {
 		t.Fatalf("after the click the job reads %q; its record %s", state, record)
+	}
+
+	// Live pages: the overview's counts follow a job that ends, and the
+	// jobs page shows a new job, without a reload (a mark left on the
+	// window stays) and with a box ticked before still ticked.
+	const quickJob = `{"kind":"factorial","n":5}`
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#counts"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int]("window.crewStay = 7")); err != nil {
+		t.Fatal(err)
+	}
+	succeeded := func() string {
+		v, err := liveText(ctx, `#counts td[data-state="succeeded"]`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := succeeded()
+	call("POST", "/v1/jobs", quickJob)
+	for deadline := time.Now().Add(10 * time.Second); succeeded() == before; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the overview still reads %s succeeded 10 s after a job ended: not live", before)
+		}
+	}
+	if stay, err := chromedp.Run(ctx, chromedp.Evaluate[int]("window.crewStay || 0")); err != nil || stay != 7 {
+		t.Fatalf("the overview reloaded itself (%d, %v): it should update in place", stay, err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"] input`, id))),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"] input`, id))),
+	); err != nil {
+		t.Fatalf("ticking a job: %v", err)
+	}
+	_, _, loc = call("POST", "/v1/jobs", quickJob)
+	fresh := strings.TrimPrefix(loc, "/v1/jobs/")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"]`, fresh)))); err != nil {
+		t.Fatalf("a new job not shown on the jobs page by itself: %v", err)
+	}
+	ticked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector('tr[data-id="%s"] input').checked`, id)))
+	if err != nil || !ticked {
+		t.Fatalf("the box ticked before the update: %v, %v; want it kept", ticked, err)
 	}
 
 	// Two jobs selected on the jobs page, canceled in one action after a
@@ -176,10 +220,13 @@ func TestUIInABrowser(t *testing.T) {
 			t.Fatalf("job %s did not time out in 10 s", failed)
 		}
 	}
-	screenshot(t, ctx, base+"/ui/", "overview")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#counts"))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "", "overview")
 	// The overview's chart counts the job that timed out, and the
 	// canceled ones, in the hour (from the store's index).
-	sum, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#ends-sum")))
+	sum, err := liveText(ctx, "#ends-sum")
 	if err != nil {
 		t.Fatalf("the overview's chart: %v", err)
 	}
@@ -213,9 +260,17 @@ func TestUIInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("a search by id: %v", err)
 	}
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("tr[data-id]").length`))
-	if err != nil || rows != 1 {
-		t.Fatalf("a search by id shows %d jobs (%v), want 1", rows, err)
+	// The row may be found on the page before the search's answer has
+	// replaced it: read until the searched page is the one shown.
+	rows, where := 0, ""
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		where, _ = chromedp.Run(ctx, chromedp.Location())
+		if rows, err = chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("tr[data-id]").length`)); err == nil && rows == 1 && strings.Contains(where, "q="+failed) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a search by id shows %d jobs at %s (%v), want 1", rows, where, err)
+		}
 	}
 	screenshot(t, ctx, "", "search")
 
@@ -297,4 +352,21 @@ func screenshot(t *testing.T, ctx context.Context, url, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// liveText is the text of the element sel on a live page, read by the
+// page's own script: a live page replaces its parts every 2 s, and a node
+// chromedp tracks may be gone by the time it reads it.
+func liveText(ctx context.Context, sel string) (string, error) {
+	for range 50 {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[*string](fmt.Sprintf(`(function(){ var e = document.querySelector(%q); return e ? e.textContent : null; })()`, sel)))
+		if err != nil {
+			return "", err
+		}
+		if v != nil {
+			return *v, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return "", fmt.Errorf("no %s on the page", sel)
 }
