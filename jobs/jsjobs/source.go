@@ -59,7 +59,9 @@ func (r *Runner) TracedHandle() natsjs.Handler {
 // QueueSource makes the natsjs.Source that runs queue q's jobs on pool, as
 // Source does the default queue's: at most pool's bound of them at once
 // in this process. Make one a queue the process serves, each on its own
-// pool; a queue is served from when the Source runs to when it stops, so
+// pool, or several on one pool, where each takes the room the others
+// leave (faster, with no bound a queue keeps); a queue is served from
+// when the Source runs to when it stops, so
 // a process adds or removes one while it runs. It makes the queue, with
 // no limit, if it does not exist yet. Its journal, with
 // Config.Journal set, is that path with "-<queue>" added.

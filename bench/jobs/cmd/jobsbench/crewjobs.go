@@ -31,10 +31,13 @@ import (
 // that many named queues: the worker process serves each with a
 // QueueSource on a crew pool of its own (sc.Workers split evenly, see
 // queuePools), and job n goes to queue n mod queues, so the producers
-// submit round-robin over them.
+// submit round-robin over them. With shared, every queue's QueueSource is
+// on one pool of sc.Workers ("crew-jobs-8q-shared"): each takes the room
+// the others leave (natsjs's rule 1), as asynq's queues share one pool.
 type crewJobsSystem struct {
 	tmp    string
 	queues int
+	shared bool
 
 	sc     scenario
 	t      *tracker
@@ -57,6 +60,9 @@ type benchSleep struct {
 func (benchSleep) Kind() string { return "sleep" }
 
 func (s *crewJobsSystem) Name() string {
+	if s.queues > 0 && s.shared {
+		return fmt.Sprintf("crew-jobs-%dq-shared", s.queues)
+	}
 	if s.queues > 0 {
 		return fmt.Sprintf("crew-jobs-%dq", s.queues)
 	}
@@ -64,6 +70,9 @@ func (s *crewJobsSystem) Name() string {
 }
 
 func (s *crewJobsSystem) Settings() string {
+	if s.queues > 0 && s.shared {
+		return fmt.Sprintf("as crew-jobs-%dq, every queue's QueueSource on one crew pool of all the workers, each taking the room the others leave", s.queues)
+	}
 	if s.queues > 0 {
 		return fmt.Sprintf("as crew-jobs, the workers split over %d named queues (a QueueSource on a crew pool of its own each, the workers ÷ %d; no limit set), "+
 			"the jobs submitted round-robin over them (Spec.Queue)", s.queues, s.queues)
@@ -118,7 +127,7 @@ func (s *crewJobsSystem) Start(ctx context.Context, sc scenario, t *tracker) err
 		return errors.Join(err, s.Stop())
 	}
 	s.w = &workerProc{
-		args:    []string{"-system", "crew-jobs", "-addr", s.srv.ClientURL(), "-workers", strconv.Itoa(sc.Workers), "-queues", strconv.Itoa(s.queues)},
+		args:    []string{"-system", "crew-jobs", "-addr", s.srv.ClientURL(), "-workers", strconv.Itoa(sc.Workers), "-queues", strconv.Itoa(s.queues), "-shared=" + strconv.FormatBool(s.shared)},
 		logPath: filepath.Join(s.tmp, s.Name()+"-"+sc.Name+".log"),
 		t:       t,
 	}
@@ -173,7 +182,7 @@ func (s *crewJobsSystem) Stop() error {
 // run on a crew pool of workers through the runner's Source, until ctx
 // ends. With queues > 0 it serves the named queues q1..q<queues> instead,
 // each through its QueueSource on a pool of its own (queuePools).
-func crewJobsWorker(ctx context.Context, ev *events, url string, workers, queues int) error {
+func crewJobsWorker(ctx context.Context, ev *events, url string, workers, queues int, shared bool) error {
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
 		return err
@@ -227,15 +236,32 @@ func crewJobsWorker(ctx context.Context, ev *events, url string, workers, queues
 		all = append(all, served{pool, source})
 		return nil
 	}
-	if queues > 0 {
+	switch {
+	case queues > 0 && shared:
+		pool, err := crew.New(crew.WithWorkers(workers))
+		if err != nil {
+			return err
+		}
+		for i := range queues {
+			source, err := runner.QueueSource(ctx, queueName(i), pool)
+			if err != nil {
+				stop()
+				_ = pool.Shutdown(context.Background(), crew.Drain)
+				return err
+			}
+			all = append(all, served{pool, source})
+		}
+	case queues > 0:
 		for i, n := range queuePools(workers, queues) {
 			if err := serve(queueName(i), n); err != nil {
 				stop()
 				return err
 			}
 		}
-	} else if err := serve("", workers); err != nil {
-		return err
+	default:
+		if err := serve("", workers); err != nil {
+			return err
+		}
 	}
 	ran := make(chan error, len(all))
 	for _, sv := range all {

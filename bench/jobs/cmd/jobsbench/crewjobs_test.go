@@ -23,8 +23,8 @@ func TestQueuePoolsKeepTheWorkers(t *testing.T) {
 	}
 }
 
-// TestCrewJobsRunEveryJobOnce runs crew-jobs and crew-jobs-8q on their
-// embedded server, with their workers in a process of their own (this
+// TestCrewJobsRunEveryJobOnce runs crew-jobs, crew-jobs-8q and
+// crew-jobs-8q-shared on their embedded server, with their workers in a process of their own (this
 // test binary, see TestMain): every job submitted ends once. The 8 queues'
 // worker serves no default queue, so its jobs ending at all says they went
 // to the named queues; the store then holds q1..q8, nothing waiting in any.
@@ -36,7 +36,7 @@ func TestCrewJobsRunEveryJobOnce(t *testing.T) {
 	defer cancel()
 	tmp := t.TempDir()
 	sc := scenario{Name: "test", Jobs: 400, Sleep: time.Millisecond, Producers: 4, Workers: 16}
-	for _, s := range newSystems(options{Only: []string{"crew-jobs", "crew-jobs-8q"}}, tmp, "", "", "") {
+	for _, s := range newSystems(options{Only: []string{"crew-jobs", "crew-jobs-8q", "crew-jobs-8q-shared"}}, tmp, "", "", "") {
 		t.Run(s.Name(), func(t *testing.T) {
 			tr := newTracker(sc.Jobs)
 			if err := s.Start(ctx, sc, tr); err != nil {

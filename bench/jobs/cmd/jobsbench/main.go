@@ -88,7 +88,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.DurationVar(&o.KillAfter, "kill-after", 1500*time.Millisecond, "the workers are SIGKILLed this long after the first enqueue")
 	fs.DurationVar(&o.KillBound, "kill-bound", 180*time.Second, "after the restart, a job not ended within this is lost")
 	fs.DurationVar(&o.RiverBound, "river-bound", 60*time.Second, "the same for River, whose stuck jobs wait for RescueStuckJobsAfter (1 h)")
-	only := fs.String("only", "", "systems to run, comma-separated (asynq, river, river-tuned, crewd, crew-jobs, crew-jobs-8q); empty: all")
+	only := fs.String("only", "", "systems to run, comma-separated (asynq, river, river-tuned, crewd, crew-jobs, crew-jobs-8q, crew-jobs-8q-shared); empty: all")
 	fs.StringVar(&o.Out, "out", "", "the markdown file to write (default RESULTS.md, or a temporary file with -quick)")
 	fs.StringVar(&o.Repo, "repo", "", "the repository's root, to build crewd from (default: found from the working directory)")
 	fs.StringVar(&o.Crewd, "crewd", "", "a crewd binary to use rather than building one")
@@ -130,7 +130,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 }
 
 // systemNames are the systems, in the order of the tables.
-var systemNames = []string{"asynq", "river", "river-tuned", "crewd", "crew-jobs", "crew-jobs-8q"}
+var systemNames = []string{"asynq", "river", "river-tuned", "crewd", "crew-jobs", "crew-jobs-8q", "crew-jobs-8q-shared"}
 
 // newSystems makes the systems asked for, on the stores started.
 func newSystems(o options, tmp, redisAddr, pgURL, crewd string) []system {
@@ -145,6 +145,8 @@ func newSystems(o options, tmp, redisAddr, pgURL, crewd string) []system {
 		// The same workers split over 8 named queues, the jobs round-robin
 		// over them: what serving queues costs against one queue.
 		&crewJobsSystem{tmp: tmp, queues: 8},
+		// The same 8 queues on one pool of all the workers.
+		&crewJobsSystem{tmp: tmp, queues: 8, shared: true},
 	}
 	var out []system
 	for _, s := range all {

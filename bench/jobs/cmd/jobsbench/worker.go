@@ -73,6 +73,7 @@ func workerMain(args []string) error {
 	addr := fs.String("addr", "", "asynq: the Redis address; river: the Postgres URL; crew-jobs: the NATS URL")
 	workers := fs.Int("workers", 32, "jobs run at once")
 	queues := fs.Int("queues", 0, "crew-jobs: the named queues to split the workers over (0: the default queue alone)")
+	shared := fs.Bool("shared", false, "crew-jobs with -queues: every queue on one pool of the workers")
 	cooldown := fs.Duration("fetch-cooldown", 0, "river: FetchCooldown (0: River's default)")
 	poll := fs.Duration("fetch-poll-interval", 0, "river: FetchPollInterval (0: River's default)")
 	if err := fs.Parse(args); err != nil {
@@ -87,7 +88,7 @@ func workerMain(args []string) error {
 	case "river":
 		return riverWorker(ctx, ev, *addr, *workers, *cooldown, *poll)
 	case "crew-jobs":
-		return crewJobsWorker(ctx, ev, *addr, *workers, *queues)
+		return crewJobsWorker(ctx, ev, *addr, *workers, *queues, *shared)
 	}
 	return fmt.Errorf("worker: -system %q: want asynq, river or crew-jobs", *system)
 }
