@@ -4,7 +4,8 @@ import "fmt"
 
 // Priorities order the jobs waiting in one queue, River's way: a job of
 // priority 1 waiting starts before any of priority 2 waiting, on the next
-// free worker, and so on down to 4; jobs of one priority start about in
+// free worker (but for the few a runner had already taken, as many as
+// its free workers and pull window), and so on down to 4; jobs of one priority start about in
 // the order they were submitted (a few taken by pulls in flight together
 // may swap, as in a queue without priorities). The order between
 // priorities is strict: a queue kept full of

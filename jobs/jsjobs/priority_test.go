@@ -60,8 +60,8 @@ func startSpec(q string, p, n int, d time.Duration) jobs.Spec {
 
 // TestPrioritiesStartInOrder: 40 jobs of each priority, submitted lowest
 // first to a queue no one serves yet, start highest first once a worker
-// serves it (within a priority about in submit order: two pulls in
-// flight may swap a few, which the test allows); a job given no priority is
+// serves it, but for a few a sweep in flight took together at the
+// boundary between two priorities (maxOvertaken); a job given no priority is
 // of the default's (2), and its record says which it was given.
 func TestPrioritiesStartInOrder(t *testing.T) {
 	for _, q := range []string{jobs.DefaultQueue, "mail"} {
@@ -108,14 +108,38 @@ func TestPrioritiesStartInOrder(t *testing.T) {
 			}
 			outcomesReach(t, r, func(o jsjobs.Outcomes) bool { return o.Succeeded == 4*each })
 			got := s.list()
-			if !slices.IsSortedFunc(got, func(a, b startArgs) int { return a.P - b.P }) {
-				t.Fatalf("started out of order: %v", got)
+			// A job of a lower priority may start before one of a higher
+			// only when a sweep in flight held that one (natsjs's rule 5):
+			// a few at the boundary between two priorities, never more.
+			if late := overtaken(got); late > maxOvertaken {
+				t.Fatalf("a job of a higher priority started after %d of a lower one (at most %d allowed): %v", late, maxOvertaken, got)
 			}
 			if len(got) != 4*each {
 				t.Fatalf("%d starts", len(got))
 			}
 		})
 	}
+}
+
+// maxOvertaken bounds the jobs of a lower priority that may start before
+// one of a higher priority waiting with them: those a Source's sweeps in
+// flight take together (its free slots plus its window, small here).
+const maxOvertaken = 4
+
+// overtaken is the most jobs of a lower priority that started before one
+// of a higher priority, in the order got started.
+func overtaken(got []startArgs) int {
+	most := 0
+	for i, a := range got {
+		n := 0
+		for _, b := range got[:i] {
+			if b.P > a.P {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // TestPriorityOvertakesABacklog: with 5,000 jobs of priority 4 waiting and
