@@ -45,8 +45,9 @@ func (r *Runner) source(ctx context.Context, q string, pool *crew.Pool, cons jet
 	if journal != "" {
 		base = append(base, natsjs.WithConn(r.js.Conn()), natsjs.WithJournal(journal), natsjs.WithRecovered(r.interrupted))
 	}
-	// cons names the Source (natsjs_consumer_lag{consumer}, summed over
-	// the lanes), as before queues had priorities.
+	// cons, the queue's own consumer (its default priority's), names the
+	// Source: natsjs_consumer_lag{consumer} is the queue's, its lanes'
+	// lags summed.
 	return natsjs.New(pool, cons, r.TracedHandle(), append(base, opts...)...)
 }
 

@@ -205,6 +205,28 @@ func TestUIInABrowser(t *testing.T) {
 		}
 	}
 
+	// An ended job's page shows its timeline, ending in its cancel, and
+	// Delete removes it: gone from the API and from the jobs page.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/ui/jobs/"+selected[0]),
+		chromedp.WaitVisible(chromedp.CSS("#timeline")),
+	); err != nil {
+		t.Fatalf("a canceled job's page: %v", err)
+	}
+	screenshot(t, ctx, "", "job")
+	if timeline, err := liveText(ctx, "#timeline"); err != nil || !strings.Contains(timeline, "submitted by operator") || !strings.Contains(timeline, "canceled while") {
+		t.Fatalf("the timeline reads %q (%v)", timeline, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#delete")), chromedp.WaitVisible(chromedp.CSS("#jobs"))); err != nil {
+		t.Fatalf("the delete: %v", err)
+	}
+	if code, body, _ := call("GET", "/v1/jobs/"+selected[0], ""); code != 404 {
+		t.Fatalf("a deleted job reads %d %s", code, body)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('tr[data-id="%s"]').length`, selected[0]))); err != nil || n != 0 {
+		t.Fatalf("a deleted job still on the jobs page (%d, %v)", n, err)
+	}
+
 	// A job that timed out is a group on the failures page, run again by
 	// its "Retry all"; a search by its id finds it alone.
 	code, _, loc = call("POST", "/v1/jobs", `{"kind":"sleep","duration":"5s","timeout":"10ms","max_attempts":1}`)

@@ -17,9 +17,10 @@ import (
 
 // event is one line of a job's timeline.
 type event struct {
-	At   time.Time
-	What string
-	Note string // an error, a wait
+	At     time.Time
+	What   string
+	Note   string // an error, a wait
+	Failed bool   // Note is a run's error
 }
 
 // timeline is rec's events, oldest first.
@@ -37,7 +38,7 @@ func timeline(rec jobs.Record) []event {
 		out = append(out, event{At: rec.RunAt, What: "due", Note: "scheduled for " + rec.RunAt.Sub(rec.Created).Round(time.Second).String() + " after its submit"})
 	}
 	for i, e := range rec.Errors {
-		ev := event{At: e.At, What: fmt.Sprintf("attempt %d failed", e.Attempt), Note: e.Error}
+		ev := event{At: e.At, What: fmt.Sprintf("attempt %d failed", e.Attempt), Note: e.Error, Failed: true}
 		if i+1 < len(rec.Errors) {
 			ev.Note += fmt.Sprintf(" (the next ran %v later)", rec.Errors[i+1].At.Sub(e.At).Round(time.Millisecond))
 		}
