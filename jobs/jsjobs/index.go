@@ -1,7 +1,6 @@
 package jsjobs
 
 import (
-	"cmp"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -74,6 +73,25 @@ func (a item) before(b item) bool {
 type stateList struct {
 	items []item // ordered by (t, id), stale ones among them
 	live  int
+	// byMinute counts the live items by the minute of their time, for a
+	// terminal state (nil for the others): the ends a minute (ends) read
+	// without a walk of the list.
+	byMinute map[int64]int
+}
+
+// minuteOf is the minute of a time in Unix nanoseconds.
+func minuteOf(t int64) int64 { return t / int64(time.Minute) }
+
+// leave counts out a live item of time t that leaves the list (its job
+// moved, removed or dropped); the item itself stays until swept.
+func (l *stateList) leave(t int64) {
+	l.live--
+	if l.byMinute != nil {
+		m := minuteOf(t)
+		if l.byMinute[m]--; l.byMinute[m] <= 0 {
+			delete(l.byMinute, m)
+		}
+	}
 }
 
 var nStates = len(jobs.States)
@@ -84,8 +102,14 @@ func stateIndex(st jobs.State) (uint8, bool) {
 }
 
 func newIndex() *index {
-	return &index{byID: make(map[jobKey]slot), kindOf: make(map[string]uint16), lists: make([]stateList, nStates),
+	x := &index{byID: make(map[jobKey]slot), kindOf: make(map[string]uint16), lists: make([]stateList, nStates),
 		queues: []string{jobs.DefaultQueue}, queueOf: map[string]uint16{jobs.DefaultQueue: 0}}
+	for i, st := range jobs.States {
+		if st.Terminal() {
+			x.lists[i].byMinute = map[int64]int{}
+		}
+	}
+	return x
 }
 
 // entry is a job as a tail read it.
@@ -133,7 +157,7 @@ func (x *index) set(e entry) {
 		}
 	}
 	if had {
-		x.lists[old.state].live--
+		x.lists[old.state].leave(old.t)
 	}
 	x.byID[e.id] = slot{t: e.t, seq: e.seq, retryOf: e.retryOf, kind: kind, queue: queue, state: st, fromMsg: e.fromMsg}
 	x.lists[st].add(item{t: e.t, id: e.id})
@@ -160,7 +184,7 @@ func (x *index) remove(id jobKey, seq uint64, fromMsg bool) {
 	defer x.mu.Unlock()
 	if s, ok := x.byID[id]; ok && s.fromMsg == fromMsg && s.seq <= seq {
 		delete(x.byID, id)
-		x.lists[s.state].live--
+		x.lists[s.state].leave(s.t)
 		x.sweep(s.state)
 	}
 }
@@ -182,7 +206,7 @@ func (x *index) expire(st jobs.State, before int64) {
 	for _, it := range l.items[:n] {
 		if s, ok := x.byID[it.id]; ok && s.state == i && s.t == it.t {
 			delete(x.byID, it.id)
-			l.live--
+			l.leave(it.t)
 		}
 	}
 	l.items = slices.Delete(l.items, 0, n)
@@ -208,7 +232,7 @@ func (x *index) evict(first uint64) {
 				break
 			}
 			delete(x.byID, it.id)
-			l.live--
+			l.leave(it.t)
 		}
 		l.items = slices.Delete(l.items, 0, n)
 	}
@@ -216,6 +240,9 @@ func (x *index) evict(first uint64) {
 
 func (l *stateList) add(it item) {
 	l.live++
+	if l.byMinute != nil {
+		l.byMinute[minuteOf(it.t)]++
+	}
 	n := len(l.items)
 	if n == 0 || !it.before(l.items[n-1]) {
 		l.items = append(l.items, it)
@@ -380,27 +407,20 @@ func (x *index) counts(delivered map[string]uint64) jobs.Counts {
 }
 
 // ends counts the jobs in a terminal state by the minute of their latest
-// change, over the minutes before now (the current one last): a binary
-// search into each terminal state's list, then the items since.
+// change, over the minutes before now (the current one last), from each
+// terminal state's counts by minute: as many reads as minutes, whatever
+// the jobs.
 func (x *index) ends(now time.Time, minutes int) []jobs.Ends {
-	last := now.Truncate(time.Minute)
-	first := last.Add(-time.Duration(minutes-1) * time.Minute)
+	last := minuteOf(now.UnixNano())
 	out := make([]jobs.Ends, minutes)
-	for i := range out {
-		out[i] = jobs.Ends{Minute: first.Add(time.Duration(i) * time.Minute), Counts: jobs.Counts{}}
-	}
-	from := first.UnixNano()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i, st := range jobs.States {
-		if !st.Terminal() {
-			continue
-		}
-		l := x.lists[i]
-		k, _ := slices.BinarySearchFunc(l.items, from, func(it item, t int64) int { return cmp.Compare(it.t, t) })
-		for _, it := range l.items[k:] {
-			if m := int((it.t - from) / int64(time.Minute)); m < minutes && x.current(uint8(i), it) {
-				out[m].Counts[st]++
+	for i := range out {
+		m := last - int64(minutes-1-i)
+		out[i] = jobs.Ends{Minute: time.Unix(0, m*int64(time.Minute)).UTC(), Counts: jobs.Counts{}}
+		for j, st := range jobs.States {
+			if n := x.lists[j].byMinute[m]; n > 0 {
+				out[i].Counts[st] = n
 			}
 		}
 	}

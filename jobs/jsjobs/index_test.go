@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -209,6 +210,48 @@ func TestIndexEndsPerMinute(t *testing.T) {
 	for i, w := range want {
 		if !got[i].Minute.Equal(now.Truncate(time.Minute).Add(time.Duration(i-2)*time.Minute)) || !maps.Equal(got[i].Counts, w) {
 			t.Errorf("minute %d: %v %v, want %v", i, got[i].Minute, got[i].Counts, w)
+		}
+	}
+}
+
+// TestIndexEndsMatchTheJobs: after random records, messages, removals and
+// evictions, the ends a minute are what a count of the jobs the index
+// holds gives, minute by minute.
+func TestIndexEndsMatchTheJobs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := newIndex()
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	base := now.Add(-10 * time.Minute).UnixNano()
+	seq := uint64(0)
+	for range 20_000 {
+		seq++
+		id := testKey(1 + rng.IntN(300))
+		at := base + rng.Int64N(int64(11*time.Minute))
+		switch r := rng.IntN(20); {
+		case r == 0:
+			x.remove(id, seq, false)
+		case r == 1:
+			x.evict(seq - uint64(rng.IntN(500)))
+		case r < 6:
+			x.set(entry{id: id, state: jobs.Queued, t: at, seq: seq, fromMsg: true, retryOf: uint64(rng.IntN(3))})
+		default:
+			x.set(entry{id: id, state: jobs.States[rng.IntN(len(jobs.States))], t: at, seq: seq})
+		}
+	}
+	want := make([]jobs.Counts, 11)
+	for i := range want {
+		want[i] = jobs.Counts{}
+	}
+	first := now.Add(-10 * time.Minute).UnixNano()
+	for _, s := range x.byID {
+		if st := jobs.States[s.state]; st.Terminal() && s.t >= first {
+			want[(s.t-first)/int64(time.Minute)][st]++
+		}
+	}
+	got := x.ends(now, 11)
+	for i := range want {
+		if !maps.Equal(got[i].Counts, want[i]) {
+			t.Errorf("minute %d: %v, want %v", i, got[i].Counts, want[i])
 		}
 	}
 }
