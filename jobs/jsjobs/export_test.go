@@ -182,3 +182,22 @@ func (r *Runner) HandleTick(ctx context.Context, name string, seq uint64, next t
 
 // TickID is the id of the job a periodic job's tick of that sequence submits.
 func TickID(name string, seq uint64) string { return tickID(name, seq) }
+
+// AnnounceEvery sets how often serving processes announce themselves, for
+// the test, and puts it back at its end.
+func AnnounceEvery(t interface{ Cleanup(func()) }, d time.Duration) {
+	was := replicaEvery
+	replicaEvery = d
+	t.Cleanup(func() { replicaEvery = was })
+}
+
+// Vanish stops r's announcements without purging the last, as a process
+// killed would.
+func (r *Runner) Vanish() {
+	r.announcer.started.Do(func() {})
+	if r.announcer.stop != nil {
+		r.announcer.stop()
+		r.announcer.done.Wait()
+	}
+	r.announcer.stop = nil
+}

@@ -84,7 +84,7 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	var run jobRun
 	var m marking
 	// A cancel of the job ends the run's context (running.go).
-	ctx, done, canceled := r.running.start(ctx, id)
+	ctx, done, canceled := r.running.start(ctx, jobs.RunningJob{ID: id, Kind: j.kind, Queue: j.job.Queue, Since: time.Now()})
 	defer done()
 	// A Retry's message runs a job that has a record, which may say it
 	// must not run (canceled since): it is read first; so is the record of

@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r := &Runner{
 		js: js, layout: layout{stream: cfg.Stream, bucket: cfg.Bucket}, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, maxDelay: cfg.MaxDelay, journal: cfg.Journal,
+		announcer:      announcer{name: cmp.Or(cfg.Replica, ReplicaName())},
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		instruments: newInstruments(cfg.Namespace),
 	}
@@ -211,6 +213,7 @@ func (r *Runner) keepByState(ctx context.Context) error {
 // (late.go): those jobs run again. A second Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
+		r.stopAnnouncing()
 		r.listing.close()
 		if r.running.sub != nil {
 			r.closeErr = r.running.sub.Unsubscribe()

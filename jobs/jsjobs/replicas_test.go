@@ -145,6 +145,31 @@ func TestJetStreamReplicasOnAFormingCluster(t *testing.T) {
 	if strings.Contains(log.String(), "fewer replicas") {
 		t.Errorf("a warning for streams made with the replicas asked:\n%s", log.String())
 	}
+	// Each part has a leader and two followers, current once the writes
+	// settle (StoreGroups, which the UI's overview shows).
+	defer func() { _ = res.r.Close() }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		groups, err := res.r.StoreGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := len(groups) == 2
+		for _, g := range groups {
+			current := 0
+			for _, f := range g.Followers {
+				if f.Current && f.Name != g.Leader {
+					current++
+				}
+			}
+			settled = settled && g.Leader != "" && current == 2
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store groups after 20 s: %+v", groups)
+		}
+	}
 
 	// Streams made beforehand with one replica are used as they are.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "one", Subjects: []string{"one.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {

@@ -53,6 +53,7 @@ type Runner struct {
 	late        lateEnds     // ends written after their lease was lost (late.go)
 	listing     listing      // the index List and Counts read (list.go)
 	rates       rates        // the queues' rates as last read (rate.go)
+	announcer   announcer    // what this process says it runs (replicas.go)
 	closing     sync.Once    // Close
 	closeErr    error        // the first Close's
 
@@ -67,9 +68,11 @@ type Runner struct {
 }
 
 var (
-	_ jobs.KeyedRunner = (*Runner)(nil)
-	_ jobs.Queuer      = (*Runner)(nil)
-	_ jobs.EndCounter  = (*Runner)(nil)
+	_ jobs.KeyedRunner    = (*Runner)(nil)
+	_ jobs.Queuer         = (*Runner)(nil)
+	_ jobs.EndCounter     = (*Runner)(nil)
+	_ jobs.ReplicaLister  = (*Runner)(nil)
+	_ jobs.StoreInspector = (*Runner)(nil)
 )
 
 // Config names what New finds or creates, and the settings it creates
@@ -122,6 +125,11 @@ type Config struct {
 	// path of its own that outlives it: a file in the embedded server's
 	// data directory, a pod's volume. "" is none.
 	Journal string
+
+	// Replica names this process among those running the jobs
+	// (jobs.ReplicaLister): 1 to 100 letters, digits, '-' and '_'; ""
+	// is ReplicaName(), the host's name.
+	Replica string
 
 	// StoreTimeout bounds each read or write of a record and each publish
 	// of a request (Submit, Get), so that an answer comes within a
@@ -190,6 +198,7 @@ func (cfg *Config) bad() []string {
 	check(cfg.MaxTimeout >= cfg.DefaultTimeout, "MaxTimeout %v, want at least DefaultTimeout %v", cfg.MaxTimeout, cfg.DefaultTimeout)
 	check(cfg.MaxDelay > 0, "MaxDelay %v, want more than 0", cfg.MaxDelay)
 	check(cfg.Replicas >= 1 && cfg.Replicas <= MaxReplicas, "Replicas %d, want 1..%d", cfg.Replicas, MaxReplicas)
+	check(cfg.Replica == "" || validReplica(cfg.Replica), "Replica %.40q, want 1 to 100 letters, digits, '-' and '_'", cfg.Replica)
 	check(validNamespace(cfg.Namespace), "Namespace %.40q, want letters, digits and underscores, not beginning with a digit", cfg.Namespace)
 	check(cfg.StoreTimeout >= 0, "StoreTimeout %v, want 0 (the default) or more", cfg.StoreTimeout)
 	return bad

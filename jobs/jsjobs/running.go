@@ -1,11 +1,13 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/crew-go/crew/jobs"
 	"github.com/nats-io/nats.go"
 )
 
@@ -33,8 +35,12 @@ type runs struct {
 // maxNoticed bounds the cancels remembered (about 64 bytes each).
 const maxNoticed = 4096
 
-// run is one run registered in runs.
-type run struct{ cancel context.CancelCauseFunc }
+// run is one run registered in runs: what it runs, since when, and what
+// cancels it.
+type run struct {
+	job    jobs.RunningJob
+	cancel context.CancelCauseFunc
+}
 
 // listen subscribes to the cancels of the jobs of l.
 func (rs *runs) listen(nc *nats.Conn, l layout) error {
@@ -69,12 +75,13 @@ func (rs *runs) cancel(id string) {
 	rs.next = (rs.next + 1) % maxNoticed
 }
 
-// start registers a run of job id, cancelled by a cancel of the job, until
+// start registers a run of job, cancelled by a cancel of the job, until
 // the func it returns is called; canceled reports whether a cancel of the
 // job was heard here already.
-func (rs *runs) start(ctx context.Context, id string) (_ context.Context, done func(), canceled bool) {
+func (rs *runs) start(ctx context.Context, job jobs.RunningJob) (_ context.Context, done func(), canceled bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &run{cancel: cancel}
+	r := &run{job: job, cancel: cancel}
+	id := job.ID
 	rs.mu.Lock()
 	if rs.byID == nil {
 		rs.byID = make(map[string][]*run)
@@ -93,4 +100,21 @@ func (rs *runs) start(ctx context.Context, id string) (_ context.Context, done f
 		rs.mu.Unlock()
 		cancel(nil)
 	}, canceled
+}
+
+// snapshot counts the runs here and names the longest running of them,
+// at most max.
+func (rs *runs) snapshot(max int) (n int, longest []jobs.RunningJob) {
+	rs.mu.Lock()
+	for _, runs := range rs.byID {
+		for _, r := range runs {
+			n++
+			longest = append(longest, r.job)
+		}
+	}
+	rs.mu.Unlock()
+	slices.SortFunc(longest, func(a, b jobs.RunningJob) int {
+		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.ID, b.ID))
+	})
+	return n, longest[:min(len(longest), max)]
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/crew-go/crew/jobs"
 )
 
 // TestRunsCancelEveryRunOfAJob: two runs of one job here at once are both
@@ -12,9 +14,9 @@ import (
 // registered, still cancellable.
 func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 	var rs runs
-	first, endFirst, _ := rs.start(context.Background(), "a")
-	second, endSecond, _ := rs.start(context.Background(), "a")
-	other, endOther, _ := rs.start(context.Background(), "b")
+	first, endFirst, _ := rs.start(context.Background(), jobs.RunningJob{ID: "a"})
+	second, endSecond, _ := rs.start(context.Background(), jobs.RunningJob{ID: "a"})
+	other, endOther, _ := rs.start(context.Background(), jobs.RunningJob{ID: "b"})
 	defer endOther()
 	endFirst()
 	if first.Err() == nil {
@@ -31,8 +33,8 @@ func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 	if _, ok := rs.byID["a"]; ok || len(rs.byID) != 1 {
 		t.Fatalf("runs left registered: %v", rs.byID)
 	}
-	third, endThird, _ := rs.start(context.Background(), "a")
-	fourth, endFourth, _ := rs.start(context.Background(), "a")
+	third, endThird, _ := rs.start(context.Background(), jobs.RunningJob{ID: "a"})
+	fourth, endFourth, _ := rs.start(context.Background(), jobs.RunningJob{ID: "a"})
 	rs.cancel("a")
 	endThird()
 	endFourth()
@@ -48,7 +50,7 @@ func TestRunsCancelEveryRunOfAJob(t *testing.T) {
 func TestRunsRememberTheLastCancels(t *testing.T) {
 	var rs runs
 	canceled := func(id string) bool {
-		_, done, canceled := rs.start(context.Background(), id)
+		_, done, canceled := rs.start(context.Background(), jobs.RunningJob{ID: id})
 		done()
 		return canceled
 	}

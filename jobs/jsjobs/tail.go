@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,12 +29,13 @@ const (
 
 // tails follows the jobs' stream and the records' bucket into an index.
 type tails struct {
-	index  *index
-	ready  chan struct{}        // closed once both tails have caught up once
-	syncs  []chan chan struct{} // a tail's: closes the channel it is given once caught up after
-	stop   context.CancelFunc
-	done   sync.WaitGroup
-	expire func() // drops the records expired, or evicted from the full bucket, by now
+	index    *index
+	replicas board                // the replicas' announcements (replicas.go)
+	ready    chan struct{}        // closed once both tails have caught up once
+	syncs    []chan chan struct{} // a tail's: closes the channel it is given once caught up after
+	stop     context.CancelFunc
+	done     sync.WaitGroup
+	expire   func() // drops the records expired, or evicted from the full bucket, by now
 }
 
 // listing starts the tails at the first List or Counts (get), and stops
@@ -92,7 +94,7 @@ func follow(js jetstream.JetStream, l layout, timeout time.Duration, retention f
 		apply  func(*nats.Msg, uint64)
 	}{
 		{l.stream, applyMsg(l, t.index)},
-		{l.bucketStream(), applyRecord(l, t.index)},
+		{l.bucketStream(), applyRecord(l, t.index, &t.replicas)},
 	} {
 		syncs := make(chan chan struct{})
 		t.syncs = append(t.syncs, syncs)
@@ -260,9 +262,13 @@ func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 
 // applyRecord indexes a message of the records' bucket: a record
 // written, or deleted.
-func applyRecord(l layout, x *index) func(*nats.Msg, uint64) {
+func applyRecord(l layout, x *index, b *board) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
 		id := l.recordKey(m.Header.Get(jetstream.SubjectHeader))
+		if name, ok := strings.CutPrefix(id, replicaPrefix); ok {
+			b.apply(name, m)
+			return
+		}
 		k, ok := keyOf(id) // not an idempotency key's claim
 		if !ok {
 			return

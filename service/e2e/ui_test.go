@@ -107,6 +107,19 @@ func TestUIInABrowser(t *testing.T) {
 		}
 	}
 
+	// The overview names this replica running the job, and the store's
+	// parts with their leader (one server: no followers).
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#replicas a[href="/ui/jobs/%s"]`, id)))); err != nil {
+		replicas, _ := liveText(context.WithoutCancel(ctx), "#replicas")
+		t.Fatalf("the overview's replicas do not name the running job %s: %v\n%s", id, err, replicas)
+	}
+	for sel, want := range map[string]string{"#replicas": "sleep", "#groups": "none (one server)", "#store": "answering"} {
+		if got, err := liveText(ctx, sel); err != nil || !strings.Contains(got, want) {
+			t.Errorf("the overview's %s reads %q (%v), want %q in it", sel, got, err, want)
+		}
+	}
+
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/jobs"),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"] a`, id))),

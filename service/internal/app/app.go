@@ -157,7 +157,8 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 		return ExitFailed
 	}
 	a.Jobs, a.Ready, a.Live = js.Jobs(), js.Ready, js.Live
-	a.UI = (&ui.UI{Jobs: js.Jobs(), Auth: tokens, LocalOnly: a.LocalOnly, Log: log, Ready: js.Ready, TraceURL: cfg.TraceURL}).Handler()
+	web := &ui.UI{Jobs: js.Jobs(), Auth: tokens, LocalOnly: a.LocalOnly, Log: log, Ready: js.Ready, TraceURL: cfg.TraceURL}
+	a.UI = web.Handler()
 	reg.MustRegister(js.Collectors()...)
 	if lister, ok := js.Jobs().(jobs.Lister); ok {
 		reg.MustRegister(api.NewJobCounts(lister, api.CountTimeout))
@@ -194,6 +195,11 @@ func run(cfg config.Config, log *slog.Logger, tokens *auth.File, httpLn, adminLn
 		"workers", cfg.Workers, "gomaxprocs", runtime.GOMAXPROCS(0), "cpu_quota", quota(), "gc_percent", gcPercent, "tracing", tracing.Enabled(os.Getenv), "queue", cfg.Queue, "shutdown_mode", cfg.ShutdownMode.String(),
 		"shutdown_delay", cfg.ShutdownDelay.String(), "shutdown_timeout", cfg.ShutdownTimeout.String(), "jobs", where, "api_access", access(cfg, tokens), "pprof", cfg.PProf}
 	js.Run()
+	// The overview's backlog line, sampled until crewd stops.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { web.Watch(watchCtx); close(watched) }()
+	defer func() { stopWatch(); <-watched }()
 	started = append(started, js.StartedArgs()...)
 	log.Info("crewd started", started...)
 

@@ -81,7 +81,12 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 		Queuing bool
 		Store   string
 		Ends    *endsChart
-	}{Now: time.Now().UTC().Format(time.TimeOnly), Store: "answering"}
+		Backlog *backlogChart
+		// Replicas and Groups: when the store says (Replicating).
+		Replicating bool
+		Replicas    []jobs.Replica
+		Groups      []jobs.StoreGroup
+	}{Now: time.Now().UTC().Format(time.TimeOnly), Store: "answering", Backlog: backlogChartOf(u.backlog.snapshot())}
 	if u.Ready != nil {
 		if err := u.Ready(); err != nil {
 			data.Store = "not answering: " + err.Error()
@@ -104,6 +109,20 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 			c := chartOf(ends)
 			data.Ends = &c
 		}
+	}
+	if rl, ok := u.Jobs.(jobs.ReplicaLister); ok {
+		reps, err := rl.Replicas(r.Context())
+		if err != nil {
+			data.Errors = append(data.Errors, "replicas: "+err.Error())
+		}
+		data.Replicating, data.Replicas = true, reps
+	}
+	if si, ok := u.Jobs.(jobs.StoreInspector); ok {
+		groups, err := si.StoreGroups(r.Context())
+		if err != nil {
+			data.Errors = append(data.Errors, "the store's replicas: "+err.Error())
+		}
+		data.Groups = groups
 	}
 	if q, ok := u.Jobs.(jobs.Queuer); ok {
 		data.Queuing = true

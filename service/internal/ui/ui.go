@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/service/internal/auth"
@@ -38,6 +39,7 @@ type UI struct {
 	// ("https://jaeger.example/trace/{trace_id}").
 	TraceURL string
 
+	backlog    backlog // sampled by Watch
 	once       sync.Once
 	pages      map[string]*template.Template
 	processKey [32]byte // the CSRF key without tokens: this process's
@@ -47,7 +49,8 @@ func (u *UI) init() {
 	u.once.Do(func() {
 		_, _ = rand.Read(u.processKey[:])
 		u.pages = map[string]*template.Template{}
-		funcs := template.FuncMap{"terminal": func(s jobs.State) bool { return s.Terminal() }}
+		funcs := template.FuncMap{"terminal": func(s jobs.State) bool { return s.Terminal() },
+			"ago": func(t time.Time) string { return roundDuration(time.Since(t)) }, "dur": roundDuration}
 		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "confirm", "message"} {
 			u.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 		}
@@ -214,4 +217,13 @@ func (u *UI) render(w http.ResponseWriter, status int, page string, v view) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// roundDuration is d as a person reads it: to the second past a minute,
+// to the tenth of a second below.
+func roundDuration(d time.Duration) string {
+	if d >= time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
