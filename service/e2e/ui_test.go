@@ -188,6 +188,7 @@ func TestUIInABrowser(t *testing.T) {
 	if err != nil || !ticked {
 		t.Fatalf("the box ticked before the update: %v, %v; want it kept", ticked, err)
 	}
+	screenshot(t, ctx, "", "jobs")
 
 	// Two jobs selected on the jobs page, canceled in one action after a
 	// confirmation that counts them.
@@ -205,6 +206,7 @@ func TestUIInABrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("a bulk cancel: %v", err)
 	}
+	screenshot(t, ctx, "", "confirm")
 	confirm, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#confirm")))
 	if err != nil || confirm != "Cancel 2 jobs" {
 		t.Fatalf("the confirmation reads %q (%v)", confirm, err)
@@ -316,6 +318,11 @@ func TestUIInABrowser(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/periodic"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-name="nightly"]`)),
+	); err != nil {
+		t.Fatalf("the periodic jobs' page: %v", err)
+	}
+	screenshot(t, ctx, "", "periodic")
+	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`tr[data-name="nightly"] button`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-name="nightly"]`)),
 	); err != nil {

@@ -85,7 +85,7 @@ type backlogChart struct {
 
 const backlogWidth = 540
 
-// backlogChartOf draws samples (none: nil).
+// backlogChartOf draws samples (none: nil), an hour's across the width.
 func backlogChartOf(samples []sample) *backlogChart {
 	if len(samples) == 0 {
 		return nil
@@ -98,8 +98,9 @@ func backlogChartOf(samples []sample) *backlogChart {
 	scale := max(c.Max, 1)
 	var pts strings.Builder
 	step := float64(backlogWidth) / float64(backlogSamples-1)
+	// The newest at the right edge, as the ends chart's current minute.
 	for i, s := range samples {
-		fmt.Fprintf(&pts, "%.1f,%d ", float64(i)*step, chartHeight-s.waiting*chartHeight/scale)
+		fmt.Fprintf(&pts, "%.1f,%d ", float64(backlogWidth)-float64(len(samples)-1-i)*step, chartHeight-s.waiting*chartHeight/scale)
 	}
 	c.Points = strings.TrimSpace(pts.String())
 	c.Trend = trendOf(samples)
