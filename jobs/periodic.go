@@ -25,7 +25,18 @@ type Periodic struct {
 	// Spec is the job each tick submits; it may not have a RunAt or a
 	// Delay.
 	Spec Spec `json:"spec"`
+
+	// Read back only (SetPeriodic ignores them), from what its latest
+	// tick noted: when that tick was handled (Last), when the next is due
+	// (Next), and the jobs of its latest ticks, newest first, at most
+	// MaxRecentTicks (Recent). Zero until it first ticked.
+	Last   time.Time `json:"last,omitzero"`
+	Next   time.Time `json:"next,omitzero"`
+	Recent []string  `json:"recent,omitempty"`
 }
+
+// MaxRecentTicks bounds the jobs a Periodic names as its latest ticks'.
+const MaxRecentTicks = 5
 
 // Scheduler is a Runner that keeps periodic jobs: jsjobs is, on the NATS
 // server's own message schedules (one tick across every replica, no

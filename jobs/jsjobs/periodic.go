@@ -130,6 +130,9 @@ func (r *Runner) DeletePeriodic(ctx context.Context, name string) error {
 	if err := r.store.jobs.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 		return storeError(err)
 	}
+	if err := r.store.kv.Purge(ctx, tickKey(name)); err != nil {
+		r.logWarn("periodic job deleted, the note of its last tick left (set again, it shows until its first tick)", "periodic", name, "error", err)
+	}
 	return nil
 }
 
@@ -161,6 +164,11 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 		p := jobs.Periodic{Name: name, Every: m.Header.Get(headerSchedule), TimeZone: m.Header.Get(headerScheduleZone)}
 		_ = json.Unmarshal(m.Data, &p.Spec)
 		p.Spec.Submitter = m.Header.Get(headerSubmitter)
+		note, err := r.tickNote(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		p.Last, p.Next, p.Recent = note.Last, note.Next, note.Recent
 		ps = append(ps, p)
 	}
 	return ps, nil
@@ -196,6 +204,7 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 		return natsjs.Unavailable(storeError(err))
 	}
 	r.instruments.ticked(true)
+	r.noteTick(ctx, name, id, next)
 	return nil
 }
 

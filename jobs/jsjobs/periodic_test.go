@@ -42,6 +42,21 @@ func TestPeriodicJobsTickOnceAcrossRunners(t *testing.T) {
 	consume(t, r2)
 	ticks := func() uint64 { return r1.Outcomes().Ticks + r2.Outcomes().Ticks }
 	outcomesReach(t, r1, func(jsjobs.Outcomes) bool { return ticks() >= 6 })
+	// Each names its last tick, its next (a second later), and its
+	// latest ticks' jobs, newest first.
+	if ps, err = r1.Periodics(ctx); err != nil || len(ps) != 2 {
+		t.Fatalf("Periodics after ticks: %+v, %v", ps, err)
+	}
+	for _, p := range ps {
+		if p.Last.Before(began) || p.Next.Sub(p.Last) > 2*time.Second || p.Next.Before(p.Last.Add(-time.Second)) || len(p.Recent) < 2 || len(p.Recent) > jobs.MaxRecentTicks {
+			t.Errorf("periodic %s: last %v, next %v, recent %v", p.Name, p.Last, p.Next, p.Recent)
+			continue
+		}
+		rec, err := r1.Get(ctx, p.Recent[0])
+		if err != nil || rec.Kind != "factorial" {
+			t.Errorf("periodic %s's latest job %s: %+v, %v", p.Name, p.Recent[0], rec, err)
+		}
+	}
 	for _, p := range []jobs.Periodic{every, cron} {
 		if err := r2.DeletePeriodic(ctx, p.Name); err != nil {
 			t.Fatalf("DeletePeriodic %s: %v", p.Name, err)

@@ -311,15 +311,28 @@ func TestUIInABrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "", "search")
 
-	// A periodic job set through the API is on its page, deleted by a click.
-	if code, body, _ := call("PUT", "/v1/periodic/nightly", `{"every":"@every 1h","kind":"sleep","duration":"1ms"}`); code != 200 {
+	// A periodic job set through the API is on its page, with its ticks'
+	// jobs, and deleted by a click.
+	if code, body, _ := call("PUT", "/v1/periodic/nightly", `{"every":"@every 1s","kind":"sleep","duration":"1ms"}`); code != 200 {
 		t.Fatalf("a periodic job: %d %s", code, body)
 	}
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/ui/periodic"),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-name="nightly"]`)),
-	); err != nil {
-		t.Fatalf("the periodic jobs' page: %v", err)
+	// It ticks: its page names its last tick and the jobs of its latest
+	// ticks, succeeded (the page read again until then).
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(base+"/ui/periodic"),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-name="nightly"]`)),
+		); err != nil {
+			t.Fatalf("the periodic jobs' page: %v", err)
+		}
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-name="nightly"] .ticks a[data-state="succeeded"]').length`))
+		if err == nil && n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			row, _ := liveText(ctx, `tr[data-name="nightly"]`)
+			t.Fatalf("15 s after a periodic job every second was set, its row reads %q (%v)", row, err)
+		}
 	}
 	screenshot(t, ctx, "", "periodic")
 	if err := chromedp.Do(ctx,

@@ -9,7 +9,7 @@ import (
 )
 
 // periodicPage is every periodic job: its schedule, its job, who set it,
-// and a delete.
+// its last and next tick and its latest ticks' jobs, and a delete.
 func (u *UI) periodicPage(w http.ResponseWriter, r *http.Request, v view) {
 	s, ok := u.Jobs.(jobs.Scheduler)
 	if !ok {
@@ -21,7 +21,23 @@ func (u *UI) periodicPage(w http.ResponseWriter, r *http.Request, v view) {
 		u.message(w, r, http.StatusServiceUnavailable, "The periodic jobs cannot be read now: "+err.Error())
 		return
 	}
-	v.Data = ps
+	// Each with the records of its latest ticks' jobs (at most
+	// jobs.MaxRecentTicks reads each); one gone since is left out.
+	type row struct {
+		jobs.Periodic
+		Jobs []jobs.Record
+	}
+	rows := make([]row, 0, len(ps))
+	for _, p := range ps {
+		rw := row{Periodic: p}
+		for _, id := range p.Recent {
+			if rec, err := u.Jobs.Get(r.Context(), id); err == nil {
+				rw.Jobs = append(rw.Jobs, rec)
+			}
+		}
+		rows = append(rows, rw)
+	}
+	v.Data = rows
 	u.render(w, http.StatusOK, "periodic", v)
 }
 
