@@ -21,11 +21,13 @@ type Lister interface {
 }
 
 // Query selects a page of jobs: those in State (any state if empty), of
-// Kind (any kind if empty), at most Limit of them (0 is DefaultLimit),
-// after the cursor After (the newest if empty).
+// Kind (any kind if empty), in Queue (any queue if empty; DefaultQueue
+// for the jobs that name none), at most Limit of them (0 is
+// DefaultLimit), after the cursor After (the newest if empty).
 type Query struct {
 	State State
 	Kind  string
+	Queue string
 	Limit int
 	After string
 }
@@ -50,6 +52,9 @@ func (q *Query) Validate() error {
 	}
 	if len(q.Kind) > 200 {
 		return &InvalidError{Reason: fmt.Sprintf(`"kind" of %d bytes: want at most 200`, len(q.Kind))}
+	}
+	if q.Queue != "" {
+		return CheckQueue(q.Queue)
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ type index struct {
 	kindOf  map[string]uint16
 	queues  []string // the lanes of jobs waiting (consumerOf("", queue, priority)), by their number in a slot; the default first
 	queueOf map[string]uint16
+	names   []string // the queues of the jobs, by their number in a slot; the default first
+	nameOf  map[string]uint16
 }
 
 // jobKey is a job id's 8 bytes.
@@ -56,6 +58,7 @@ type slot struct {
 	retryOf uint64 // a Retry's message: the revision of the record it retries
 	kind    uint16
 	queue   uint16 // a message's lane (index.queues)
+	name    uint16 // its queue (index.names)
 	state   uint8  // its list
 	fromMsg bool
 }
@@ -103,7 +106,8 @@ func stateIndex(st jobs.State) (uint8, bool) {
 
 func newIndex() *index {
 	x := &index{byID: make(map[jobKey]slot), kindOf: make(map[string]uint16), lists: make([]stateList, nStates),
-		queues: []string{jobs.DefaultQueue}, queueOf: map[string]uint16{jobs.DefaultQueue: 0}}
+		queues: []string{jobs.DefaultQueue}, queueOf: map[string]uint16{jobs.DefaultQueue: 0},
+		names: []string{jobs.DefaultQueue}, nameOf: map[string]uint16{jobs.DefaultQueue: 0}}
 	for i, st := range jobs.States {
 		if st.Terminal() {
 			x.lists[i].byMinute = map[int64]int{}
@@ -121,7 +125,8 @@ type entry struct {
 	seq     uint64
 	retryOf uint64
 	fromMsg bool
-	queue   string // a message's queue; "" is the default
+	queue   string // a message's lane; "" is the default queue's default priority
+	name    string // its queue; "" is the default
 }
 
 // set puts e in the index, unless what the index has of the job says more
@@ -147,23 +152,30 @@ func (x *index) set(e entry) {
 			x.kindOf[e.kind] = kind
 		}
 	}
-	var queue uint16
-	if e.queue != "" {
-		var ok bool
-		if queue, ok = x.queueOf[e.queue]; !ok && len(x.queues) < 1<<16-1 {
-			queue = uint16(len(x.queues)) // past 65,535 queues, the rest count as the default's
-			x.queues = append(x.queues, e.queue)
-			x.queueOf[e.queue] = queue
-		}
-	}
+	queue, name := number(&x.queues, x.queueOf, e.queue), number(&x.names, x.nameOf, e.name)
 	if had {
 		x.lists[old.state].leave(old.t)
 	}
-	x.byID[e.id] = slot{t: e.t, seq: e.seq, retryOf: e.retryOf, kind: kind, queue: queue, state: st, fromMsg: e.fromMsg}
+	x.byID[e.id] = slot{t: e.t, seq: e.seq, retryOf: e.retryOf, kind: kind, queue: queue, name: name, state: st, fromMsg: e.fromMsg}
 	x.lists[st].add(item{t: e.t, id: e.id})
 	if had {
 		x.sweep(old.state)
 	}
+}
+
+// number is the number of name among names ("" is the first's), added if
+// new; past 65,535 names, the rest share the first's.
+func number(names *[]string, of map[string]uint16, name string) uint16 {
+	if name == "" {
+		return 0
+	}
+	n, ok := of[name]
+	if !ok && len(*names) < 1<<16-1 {
+		n = uint16(len(*names))
+		*names = append(*names, name)
+		of[name] = n
+	}
+	return n
 }
 
 // supersedes reports whether e says more of its job than old.
@@ -300,7 +312,7 @@ type found struct {
 // and the cursor after the last. A job whose state rests on its message
 // is queued if its queue's consumer has not delivered it (its sequence
 // above delivered[queue]), else running.
-func (x *index) page(st jobs.State, kind string, after item, limit int, delivered map[string]uint64) ([]found, string) {
+func (x *index) page(st jobs.State, kind, queue string, after item, limit int, delivered map[string]uint64) ([]found, string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var want []uint8 // the lists that may hold jobs of state st
@@ -323,6 +335,14 @@ func (x *index) page(st jobs.State, kind string, after item, limit int, delivere
 			return nil, ""
 		}
 		kindNo = k
+	}
+	nameNo, anyQueue := uint16(0), queue == ""
+	if !anyQueue && queue != jobs.DefaultQueue {
+		n, ok := x.nameOf[queue]
+		if !ok {
+			return nil, ""
+		}
+		nameNo = n
 	}
 	// A cursor per list: the next item to look at, from the end.
 	next := make([]int, len(want))
@@ -355,7 +375,7 @@ func (x *index) page(st jobs.State, kind string, after item, limit int, delivere
 		it := x.lists[l].items[next[best]]
 		next[best]--
 		s := x.byID[it.id]
-		if !x.current(l, it) || !anyKind && s.kind != kindNo || !x.inState(s, st, delivered) {
+		if !x.current(l, it) || !anyKind && s.kind != kindNo || !anyQueue && s.name != nameNo || !x.inState(s, st, delivered) {
 			continue
 		}
 		out = append(out, found{id: it.id.String(), fromMsg: s.fromMsg})

@@ -22,7 +22,7 @@ func listIDs(x *index, st jobs.State, limit int, delivered uint64) []string {
 	var ids []string
 	var after item
 	for {
-		got, next := x.page(st, "", after, limit, map[string]uint64{jobs.DefaultQueue: delivered})
+		got, next := x.page(st, "", "", after, limit, map[string]uint64{jobs.DefaultQueue: delivered})
 		for _, f := range got {
 			ids = append(ids, f.id)
 		}
@@ -41,7 +41,7 @@ func TestIndexKeepsWhatSaysMore(t *testing.T) {
 	x := newIndex()
 	id := testKey(1)
 	state := func() jobs.State {
-		got, _ := x.page("", "", item{}, 10, nil)
+		got, _ := x.page("", "", "", item{}, 10, nil)
 		if len(got) != 1 {
 			t.Fatalf("listed %v", got)
 		}

@@ -54,7 +54,7 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	if q.State == "" || q.State == jobs.Queued || q.State == jobs.Running {
 		delivered = r.deliveredAll(ctx, t.index)
 	}
-	ids, next := t.index.page(q.State, q.Kind, after, q.Limit, delivered)
+	ids, next := t.index.page(q.State, q.Kind, q.Queue, after, q.Limit, delivered)
 	recs, err := r.read(ctx, ids)
 	if err != nil {
 		return jobs.Page{}, err

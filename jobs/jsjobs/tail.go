@@ -242,7 +242,7 @@ func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 		switch what {
 		case aJob:
 			// Its lane, which says how far its consumer has delivered.
-			e.state, e.queue = jobs.Queued, consumerOf("", l.queueOf(subj), l.priorityOf(subj))
+			e.state, e.queue, e.name = jobs.Queued, consumerOf("", l.queueOf(subj), l.priorityOf(subj)), l.queueOf(subj)
 		case aDue:
 			e.state = jobs.Scheduled
 		default:
@@ -280,11 +280,12 @@ func applyRecord(l layout, x *index, b *board) func(*nats.Msg, uint64) {
 		var rec struct {
 			State jobs.State
 			Kind  string
+			Queue string
 		}
 		if json.Unmarshal(m.Data, &rec) != nil {
 			return
 		}
-		x.set(entry{id: k, state: rec.State, kind: rec.Kind, t: stamp(m), seq: seq})
+		x.set(entry{id: k, state: rec.State, kind: rec.Kind, name: rec.Queue, t: stamp(m), seq: seq})
 	}
 }
 

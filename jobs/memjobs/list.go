@@ -55,7 +55,7 @@ func (s *Store) list(q jobs.Query, after uint64) jobs.Page {
 	var last *entry
 	for i--; i >= 0; i-- {
 		e := s.order[i]
-		if q.Kind != "" && e.kind != q.Kind {
+		if q.Kind != "" && e.kind != q.Kind || q.Queue != "" && cmp.Or(e.spec.Queue, jobs.DefaultQueue) != q.Queue {
 			continue
 		}
 		rec := e.record(s.now)

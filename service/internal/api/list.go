@@ -13,7 +13,7 @@ import (
 	"github.com/crew-go/crew/jobs"
 )
 
-// listJobs answers GET /v1/jobs?state=…&kind=…&limit=…&after=…: 200 with
+// listJobs answers GET /v1/jobs?state=…&kind=…&queue=…&limit=…&after=…: 200 with
 // {"jobs": [...], "next": "..."}, a page of records newest first and the
 // cursor of the next page (none on the last). Every parameter is
 // optional; an unknown one, one given twice, an unknown state, a limit
@@ -129,6 +129,7 @@ func (a *API) listError(w http.ResponseWriter, r *http.Request, err error) bool 
 var listParams = map[string]string{
 	"state": "one of " + strings.Join(stateNames(), ", "),
 	"kind":  "a kind of job, such as sleep",
+	"queue": "a queue's name (default: the jobs that name none)",
 	"limit": fmt.Sprintf("an integer from 1 to %d (%d if not given)", jobs.MaxLimit, jobs.DefaultLimit),
 	"after": `the "next" of the page before, as it was given`,
 }
@@ -169,12 +170,12 @@ func listQuery(raw string) (jobs.Query, error) {
 		slices.Sort(known)
 		return q, fmt.Errorf("unknown query parameter %s: want only %s", strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
-	for _, name := range []string{"after", "kind", "limit", "state"} {
+	for _, name := range []string{"after", "kind", "limit", "queue", "state"} {
 		if n := len(values[name]); n > 1 {
 			return q, fmt.Errorf("%q given %d times: give it once", name, n)
 		}
 	}
-	q.State, q.Kind, q.After = jobs.State(values.Get("state")), values.Get("kind"), values.Get("after")
+	q.State, q.Kind, q.Queue, q.After = jobs.State(values.Get("state")), values.Get("kind"), values.Get("queue"), values.Get("after")
 	if q.State != "" && !q.State.Known() {
 		return q, fmt.Errorf(`"state" %s: want %s`, quoteShort(string(q.State)), listParams["state"])
 	}

@@ -28,7 +28,7 @@ const (
 // URLVar is the variable of crewd's API address, -url's default.
 const URLVar = "CREW_URL"
 
-const usage = `usage: crewd jobs list [-state S] [-kind K] [-limit N] [-after CURSOR]
+const usage = `usage: crewd jobs list [-state S] [-kind K] [-queue Q] [-limit N] [-after CURSOR]
        crewd jobs get ID | cancel ID | retry ID | delete ID | counts | ends [-minutes N]
        crewd queues [list] | pause NAME [-until RFC3339] | resume NAME
        crewd dash [-every 2s] [-once]
@@ -46,6 +46,7 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 	asJSON := fs.Bool("json", false, "print the API's answer as it is")
 	state := fs.String("state", "", "jobs list: only jobs in this state")
 	kind := fs.String("kind", "", "jobs list: only jobs of this kind")
+	queue := fs.String("queue", "", "jobs list: only jobs of this queue (default: the jobs that name none)")
 	limit := fs.Int("limit", 0, "jobs list: at most this many (the API's default: 100)")
 	after := fs.String("after", "", "jobs list: the page after this cursor (the last page's next)")
 	until := fs.String("until", "", "queues pause: resume by itself then (RFC 3339)")
@@ -92,7 +93,7 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 	if len(rest) > 0 {
 		verb, rest = rest[0], rest[1:]
 	}
-	call, ok := c.calls(what, verb, rest, *state, *kind, *limit, *after, *until, *minutes)
+	call, ok := c.calls(what, verb, rest, *state, *kind, *queue, *limit, *after, *until, *minutes)
 	if !ok {
 		fmt.Fprintln(stderr, usage)
 		return ExitUsage
@@ -140,7 +141,7 @@ type call struct {
 	print        func(w io.Writer, body []byte) error
 }
 
-func (c *client) calls(what, verb string, rest []string, state, kind string, limit int, after, until string, minutes int) (call, bool) {
+func (c *client) calls(what, verb string, rest []string, state, kind, queue string, limit int, after, until string, minutes int) (call, bool) {
 	one := func() (string, bool) {
 		if len(rest) != 1 || rest[0] == "" {
 			return "", false
@@ -153,7 +154,7 @@ func (c *client) calls(what, verb string, rest []string, state, kind string, lim
 			return call{}, false
 		}
 		q := url.Values{}
-		for k, v := range map[string]string{"state": state, "kind": kind, "after": after} {
+		for k, v := range map[string]string{"state": state, "kind": kind, "queue": queue, "after": after} {
 			if v != "" {
 				q.Set(k, v)
 			}

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,30 +135,32 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request, v view) {
 	u.render(w, http.StatusOK, "overview", v)
 }
 
-// maxScan bounds the records a page of jobs filtered by queue or text
-// reads (each a read of its record from the store): such a filter looks at the newest records of the state and kind
-// asked for, page by page, and says when it stopped.
+// maxScan bounds the records a page of jobs filtered by text reads (each
+// a read of its record from the store): such a filter looks at the newest
+// records of the state, kind and queue asked for, page by page, and says
+// when it stopped.
 const maxScan = 2000
 
-// jobList is a page of jobs, newest first, filtered by state and kind (the
-// store's own filters), and by queue and text (a job's id, arguments,
-// error or submitter containing it: read here, at most maxScan records).
+// scanPage is the size of the pages such a filter reads after the first.
+const scanPage = 250
+
+// jobList is a page of jobs, newest first, filtered by state, kind and
+// queue (the store's own filters: its index, no scan), and by text (a
+// job's id, arguments, error or submitter containing it: read here, at
+// most maxScan records).
 func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
 	lister, ok := u.Jobs.(jobs.Lister)
 	if !ok {
 		u.message(w, r, http.StatusNotImplemented, "This job store lists no jobs.")
 		return
 	}
-	q := jobs.Query{State: jobs.State(r.FormValue("state")), Kind: r.FormValue("kind"), After: r.FormValue("after"), Limit: 50}
-	queue, text := r.FormValue("queue"), strings.TrimSpace(r.FormValue("q"))
+	q := jobs.Query{State: jobs.State(r.FormValue("state")), Kind: r.FormValue("kind"), Queue: r.FormValue("queue"), After: r.FormValue("after"), Limit: 50}
+	text := strings.TrimSpace(r.FormValue("q"))
 	if err := q.Validate(); err != nil {
 		u.message(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
 	match := func(rec jobs.Record) bool {
-		if queue != "" && cmp.Or(rec.Queue, jobs.DefaultQueue) != queue {
-			return false
-		}
 		if text == "" {
 			return true
 		}
@@ -189,18 +190,20 @@ func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
 		}
 		scanned += len(page.Jobs)
 		next = page.Next
-		if queue == "" && text == "" || next == "" || len(found) >= 50 {
+		if text == "" || next == "" || len(found) >= 50 {
 			break
 		}
 		if scanned >= maxScan {
 			limited = true
 			break
 		}
-		q.After, q.Limit = next, jobs.MaxLimit
+		// Then larger pages: a page's matches are all shown (its cursor
+		// is past them), so at most 49 + scanPage rows.
+		q.After, q.Limit = next, scanPage
 	}
 	nextPage := ""
 	if next != "" {
-		nextPage = "/ui/jobs?" + url.Values{"state": {string(q.State)}, "kind": {q.Kind}, "queue": {queue}, "q": {text}, "after": {next}}.Encode()
+		nextPage = "/ui/jobs?" + url.Values{"state": {string(q.State)}, "kind": {q.Kind}, "queue": {q.Queue}, "q": {text}, "after": {next}}.Encode()
 	}
 	v.Data = struct {
 		Jobs        []jobs.Record
@@ -211,7 +214,7 @@ func (u *UI) jobList(w http.ResponseWriter, r *http.Request, v view) {
 		Next, Back  string
 		Scanned     int
 		Limited     bool
-	}{found, q.State, q.Kind, queue, text, jobs.States, nextPage, r.URL.RequestURI(), scanned, limited}
+	}{found, q.State, q.Kind, q.Queue, text, jobs.States, nextPage, r.URL.RequestURI(), scanned, limited}
 	u.render(w, http.StatusOK, "jobs", v)
 }
 
