@@ -119,6 +119,15 @@ func TestUIInABrowser(t *testing.T) {
 			t.Errorf("the overview's %s reads %q (%v), want %q in it", sel, got, err, want)
 		}
 	}
+	// The API and the CLI say as much.
+	if code, body, _ := call("GET", "/v1/replicas", ""); code != 200 || !strings.Contains(body, `"id":"`+id+`"`) || !strings.Contains(body, `"leader":"`) {
+		t.Errorf("GET /v1/replicas: %d %s", code, body)
+	}
+	cli := exec.Command(binary, "replicas", "-url", c.http)
+	cli.Env = append(os.Environ(), "CREW_API_TOKEN="+token)
+	if out, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(out), id+" sleep") || !strings.Contains(string(out), "none (one server)") {
+		t.Errorf("crewd replicas: %v\n%s", err, out)
+	}
 
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"/ui/jobs"),

@@ -8,9 +8,9 @@
 // crewd token new -name NAME -scopes SCOPES makes an API token and its
 // line of the token file (-api-tokens): crewd token new -h.
 //
-// crewd jobs (list, get, cancel, retry, counts) and crewd queues (list,
-// pause, resume) act on a running crewd's jobs through its API: crewd
-// jobs -h.
+// crewd jobs (list, get, cancel, retry, delete, counts, ends), crewd queues
+// (list, pause, resume), crewd replicas and crewd dash act on a running
+// crewd's jobs through its API: crewd jobs -h.
 //
 // crewd probe URL posts a job to a running crewd at URL and waits until it
 // has succeeded (the chart's helm test runs it: crewd probe -h).
@@ -34,7 +34,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "token" {
 		os.Exit(auth.Command(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "jobs" || os.Args[1] == "queues" || os.Args[1] == "dash") {
+	if len(os.Args) > 1 && (os.Args[1] == "jobs" || os.Args[1] == "queues" || os.Args[1] == "replicas" || os.Args[1] == "dash") {
 		os.Exit(cli.Main(os.Args[1], os.Args[2:]))
 	}
 	stop := make(chan os.Signal, 2)

@@ -135,6 +135,7 @@ func (a *API) routes() []route {
 		{"/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)}},
 		{"/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)}},
 		{"/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)}},
+		{"/v1/replicas", map[string]endpoint{http.MethodGet: reads(a.listReplicas)}},
 		{"/v1/queues/{name}/pause", map[string]endpoint{http.MethodPost: admins(a.pauseQueue)}},
 		{"/v1/queues/{name}/resume", map[string]endpoint{http.MethodPost: admins(a.resumeQueue)}},
 		{"/v1/openapi.json", map[string]endpoint{http.MethodGet: probe(a.openapi)}},

@@ -163,6 +163,8 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		{"list: bad cursor", "GET", "/v1/jobs?after=x", ``, 400, `"after" "x": not a cursor this list gave`},
 		{"list: unknown parameter", "GET", "/v1/jobs?status=failed", ``, 400, `unknown query parameter "status": want only "after", "kind", "limit", "queue", "state"`},
 		{"list: bad queue", "GET", "/v1/jobs?queue=a.b", ``, 400, `"queue" "a.b": want 1 to 64 letters, digits`},
+		{"replicas: jobs in memory", "GET", "/v1/replicas", ``, 501, `replicas: not kept by this job store`},
+		{"replicas: a parameter", "GET", "/v1/replicas?x=1", ``, 400, `/v1/replicas takes no parameters`},
 		{"list: unknown parameters", "GET", "/v1/jobs?a=1&b=2&c=3&d=4&e=5", ``, 400, `unknown query parameter "a", "b", "c", and 2 more: want only`},
 		{"list: a parameter twice", "GET", "/v1/jobs?state=failed&state=queued", ``, 400, `"state" given 2 times: give it once`},
 		{"list: malformed query", "GET", "/v1/jobs?state=%zz", ``, 400, `malformed query string: invalid URL escape "%zz"`},

@@ -176,5 +176,11 @@ func periodicAnswer(p jobs.Periodic) map[string]any {
 	if p.Spec.MaxAttempts != 0 {
 		answer["max_attempts"] = p.Spec.MaxAttempts
 	}
+	if !p.Last.IsZero() { // what its latest tick noted
+		answer["last_tick"], answer["recent_jobs"] = p.Last, p.Recent
+		if !p.Next.IsZero() {
+			answer["next_tick"] = p.Next
+		}
+	}
 	return answer
 }

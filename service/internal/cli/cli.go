@@ -31,12 +31,14 @@ const URLVar = "CREW_URL"
 const usage = `usage: crewd jobs list [-state S] [-kind K] [-queue Q] [-limit N] [-after CURSOR]
        crewd jobs get ID | cancel ID | retry ID | delete ID | counts | ends [-minutes N]
        crewd queues [list] | pause NAME [-until RFC3339] | resume NAME
+       crewd replicas
        crewd dash [-every 2s] [-once]
 flags, anywhere: -url (crewd's API, $CREW_URL, default http://127.0.0.1:8080),
 -token-file (a file whose first line is the token; default $CREW_API_TOKEN), -json (the API's answer as it is)`
 
 // Run runs "crewd jobs ARGS" (what "jobs"), "crewd queues ARGS" (what
-// "queues") or "crewd dash ARGS" (what "dash") and returns the exit code.
+// "queues"), "crewd replicas" or "crewd dash ARGS" (what "dash") and
+// returns the exit code.
 func Run(what string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crewd "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -186,6 +188,8 @@ func (c *client) calls(what, verb string, rest []string, state, kind, queue stri
 			return call{"DELETE", "/v1/jobs/" + id + "/record", printDeleted}, ok
 		}
 		return call{"POST", "/v1/jobs/" + id + "/retry", printJob}, ok
+	case "replicas list":
+		return call{"GET", "/v1/replicas", printReplicas}, len(rest) == 0
 	case "queues list":
 		return call{"GET", "/v1/queues", printQueues}, len(rest) == 0
 	case "queues pause", "queues resume":

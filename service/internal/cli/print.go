@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -79,6 +80,41 @@ func printQueues(w io.Writer, body []byte) error {
 			oldest = time.Since(qi.OldestWaiting).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%v\n", qi.Name, qi.Waiting, qi.Taken, limit, rate, oldest, qi.Paused)
+	}
+	return nil
+}
+
+func printReplicas(w io.Writer, body []byte) error {
+	var r struct {
+		Replicas []jobs.Replica
+		Store    []jobs.StoreGroup
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "REPLICA\tSERVING FOR\tHEARD\tRUNNING\tLONGEST RUNNING")
+	for _, rep := range r.Replicas {
+		var longest []string
+		for _, j := range rep.Jobs[:min(len(rep.Jobs), 3)] {
+			longest = append(longest, fmt.Sprintf("%s %s (%s)", j.ID, j.Kind, time.Since(j.Since).Round(time.Second)))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s ago\t%d\t%s\n", rep.Name, time.Since(rep.Started).Round(time.Second), time.Since(rep.Seen).Round(100*time.Millisecond),
+			rep.Running, strings.Join(longest, ", "))
+	}
+	fmt.Fprintln(w, "\nSTORE PART\tLEADER\tFOLLOWERS")
+	for _, g := range r.Store {
+		var fs []string
+		for _, f := range g.Followers {
+			state := "current"
+			switch {
+			case f.Offline:
+				state = "offline"
+			case !f.Current:
+				state = fmt.Sprintf("%d behind", f.Lag)
+			}
+			fs = append(fs, f.Name+" "+state)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", g.Name, cmp.Or(g.Leader, "NONE (electing)"), cmp.Or(strings.Join(fs, ", "), "none (one server)"))
 	}
 	return nil
 }
