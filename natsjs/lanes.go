@@ -10,33 +10,52 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Lanes: a Source over several consumers of one stream, the first taken
-// before the next (WithLanes; pull.go, rule 5). jsjobs gives a queue's
-// priorities a consumer each, and a Source of the queue reads them as its
-// lanes.
+// Lanes: a Source over several consumers, the first taken before the
+// next (WithLanes; pull.go, rule 5), or groups of them, each group before
+// the next and the lanes of a group in turns (WithLaneGroups). jsjobs
+// gives a queue's priorities a consumer each, and a Source of the queue
+// reads them as its lanes; a partitioned store gives each priority a
+// consumer on every partition's stream, a group.
 
 // WithLanes makes the Source take messages from consumers in the order
 // given, from each only when those before it have none waiting. New's
 // consumer must be one of them, by name: it names the Source (Consumer,
 // the metrics), and Lag counts them all. Each must be a pull consumer
-// with explicit acks on New's consumer's stream with its AckWait. A sweep
-// of them costs a no-wait pull a consumer; an idle Source keeps a pull
-// waiting on each.
+// with explicit acks with New's consumer's AckWait, on any stream. A
+// sweep of them costs a no-wait pull a consumer; an idle Source keeps a
+// pull waiting on each.
 func WithLanes(consumers ...jetstream.Consumer) Option {
+	groups := make([][]jetstream.Consumer, len(consumers))
+	for i, c := range consumers {
+		groups[i] = []jetstream.Consumer{c}
+	}
+	return WithLaneGroups(groups...)
+}
+
+// WithLaneGroups is WithLanes over groups of lanes of one rank: a group is
+// taken before the next, as a lane of WithLanes, and its lanes take turns
+// being first, one sweep each, so that none of a group starves another.
+func WithLaneGroups(groups ...[]jetstream.Consumer) Option {
 	return optionFunc(func(o *options) error {
-		for _, c := range consumers {
-			if c == nil {
-				return fmt.Errorf("%w: WithLanes: nil consumer", ErrInvalidOption)
+		o.lanes, o.ranks = nil, nil
+		for rank, g := range groups {
+			if len(g) == 0 {
+				return fmt.Errorf("%w: WithLaneGroups: an empty group", ErrInvalidOption)
+			}
+			for _, c := range g {
+				if c == nil {
+					return fmt.Errorf("%w: WithLanes: nil consumer", ErrInvalidOption)
+				}
+				o.lanes, o.ranks = append(o.lanes, c), append(o.ranks, rank)
 			}
 		}
-		o.lanes = consumers
 		return nil
 	})
 }
 
 // checkLanes checks that every consumer of lanes can be one of the
 // Source's lanes, its own among them, and makes them its lanes.
-func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
+func (s *Source) checkLanes(lanes []jetstream.Consumer, ranks []int) error {
 	if len(lanes) == 0 {
 		return nil
 	}
@@ -46,14 +65,12 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
 		switch {
 		case info == nil:
 			return fmt.Errorf("%w: consumer without info", ErrInvalidOption)
-		case info.Stream != s.stream:
-			return fmt.Errorf("%w: consumer %q is on stream %q, not %q", ErrInvalidOption, info.Name, info.Stream, s.stream)
 		case info.Config.AckPolicy != jetstream.AckExplicitPolicy:
 			return fmt.Errorf("%w: consumer %q acks %v; a Source needs explicit acks", ErrInvalidOption, info.Name, info.Config.AckPolicy)
 		case max(0, info.Config.AckWait) != max(0, s.cons.CachedInfo().Config.AckWait):
 			return fmt.Errorf("%w: consumer %q's AckWait %v is not %q's", ErrInvalidOption, info.Name, info.Config.AckWait, s.consumer)
 		}
-		own = own || info.Name == s.consumer
+		own = own || info.Name == s.consumer && info.Stream == s.stream
 		if b := info.Config.MaxRequestBatch; b > 0 && (s.maxBatch == 0 || b < s.maxBatch) {
 			s.maxBatch = b
 		}
@@ -61,7 +78,7 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer) error {
 	if !own {
 		return fmt.Errorf("%w: WithLanes: the lanes do not hold the Source's consumer %q", ErrInvalidOption, s.consumer)
 	}
-	s.lanes = lanes
+	s.lanes, s.ranks = lanes, ranks
 	s.watched = make([]bool, len(lanes))
 	return nil
 }
@@ -84,14 +101,15 @@ func (s *Source) pullLanes(credit, threshold int) {
 	go s.sweep(credit)
 }
 
-// sweep takes up to n messages from the lanes in order, each only what
-// waits now, skipping the watched ones (a message there goes to its
-// watch); a lane found drained is watched from then on.
+// sweep takes up to n messages from the lanes in order (turns, in their
+// groups), each only what waits now, skipping the watched ones (a message
+// there goes to its watch); a lane found drained is watched from then on.
 func (s *Source) sweep(n int) {
 	got := 0
 	var err error
 	var drained []int
-	for i, c := range s.lanes {
+	for _, i := range s.turns() {
+		c := s.lanes[i]
 		s.mu.Lock()
 		watched := s.watched[i]
 		s.mu.Unlock()
@@ -121,6 +139,28 @@ func (s *Source) sweep(n int) {
 	s.fetched(got, err)
 	s.mu.Unlock()
 	s.signal()
+}
+
+// turns is the order a sweep takes the lanes in: the groups in rank, the
+// lanes of a group from the one whose turn it is, the turns moved on one
+// each sweep.
+func (s *Source) turns() []int {
+	s.mu.Lock()
+	turn := s.turn
+	s.turn++
+	s.mu.Unlock()
+	order := make([]int, 0, len(s.lanes))
+	for start := 0; start < len(s.lanes); {
+		end := start + 1
+		for end < len(s.lanes) && s.ranks[end] == s.ranks[start] {
+			end++
+		}
+		for k := range end - start {
+			order = append(order, start+(turn+k)%(end-start))
+		}
+		start = end
+	}
+	return order
 }
 
 // watchLane sends lane i, unless it has one or the Source stops, a pull

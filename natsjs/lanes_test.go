@@ -131,10 +131,8 @@ func TestLanesIdleWakeForEither(t *testing.T) {
 func TestLanesRefused(t *testing.T) {
 	e := newEnv(t)
 	e.stream(t, "jobs", "jobs.>")
-	e.stream(t, "other", "other.>")
 	hi := e.lane(t, "jobs", "hi", "jobs.hi")
 	lo := e.lane(t, "jobs", "lo", "jobs.lo")
-	elsewhere := e.lane(t, "other", "x", "other.x")
 	slow, err := e.js.CreateOrUpdateConsumer(context.Background(), "jobs", jetstream.ConsumerConfig{
 		Durable: "slow", FilterSubject: "jobs.slow", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 	})
@@ -145,7 +143,7 @@ func TestLanesRefused(t *testing.T) {
 	h := func(context.Context, *natsjs.Msg) error { return nil }
 	for name, opt := range map[string]natsjs.Option{
 		"nil":           natsjs.WithLanes(nil),
-		"other stream":  natsjs.WithLanes(hi, elsewhere),
+		"empty group":   natsjs.WithLaneGroups([]jetstream.Consumer{hi}, nil),
 		"other AckWait": natsjs.WithLanes(hi, slow),
 		"not its own":   natsjs.WithLanes(lo),
 	} {
@@ -192,5 +190,65 @@ func TestLanesUnderLoad(t *testing.T) {
 	st := src.Stats()
 	if st.Received != uint64(n) || st.Redelivered != 0 || st.InFlight != 0 {
 		t.Fatalf("stats %+v after %d messages", st, n)
+	}
+}
+
+// TestLaneGroupsTakeTurns: two lanes of one rank on two streams (each
+// consumer named "hi", as a partitioned store names them) with 200
+// messages waiting each take turns: each has a fair share of the first 100
+// runs, where WithLanes would run the first's alone; the lane of the next
+// rank runs after both, but for what was held when they drained; the
+// dead letters of either stream would name it.
+func TestLaneGroupsTakeTurns(t *testing.T) {
+	e := newEnv(t)
+	e.stream(t, "p0", "p0.>")
+	e.stream(t, "p1", "p1.>")
+	hi0 := e.lane(t, "p0", "hi", "p0.hi")
+	hi1 := e.lane(t, "p1", "hi", "p1.hi")
+	lo := e.lane(t, "p0", "lo", "p0.lo")
+	e.publish(t, "p0.hi", 200)
+	e.publish(t, "p1.hi", 200)
+	e.publish(t, "p0.lo", 50)
+	const workers = 2
+	pool := newPool(t, workers)
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	src := newSource(t, pool, hi0, func(ctx context.Context, m *natsjs.Msg) error {
+		mu.Lock()
+		order = append(order, m.Subject())
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return nil
+	}, natsjs.WithLaneGroups([]jetstream.Consumer{hi0, hi1}, []jetstream.Consumer{lo}), natsjs.WithWindow(0))
+	if lag, err := src.Lag(context.Background()); err != nil || lag != 450 {
+		t.Fatalf("lag %d (%v), want 450 over the three lanes", lag, err)
+	}
+	run(t, src)
+	eventually(t, 30*time.Second, "every message acked", func() bool { return src.Stats().Acked == 450 })
+	mu.Lock()
+	defer mu.Unlock()
+	first := map[string]int{}
+	for _, subj := range order[:100] {
+		first[subj]++
+	}
+	if first["p0.hi"] < 25 || first["p1.hi"] < 25 {
+		t.Errorf("the first 100 runs: %v; want each lane of the first rank a fair share", first)
+	}
+	lastHi := 0
+	for i, subj := range order {
+		if subj != "p0.lo" {
+			lastHi = i
+		}
+	}
+	early := 0
+	for _, subj := range order[:lastHi] {
+		if subj == "p0.lo" {
+			early++
+		}
+	}
+	if early > 2*workers+1 {
+		t.Errorf("%d of the second rank's messages ran before the first rank's last", early)
 	}
 }

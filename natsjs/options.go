@@ -60,6 +60,7 @@ type options struct {
 	journal     string
 	recovered   func(context.Context, Recovered)
 	lanes       []jetstream.Consumer
+	ranks       []int // of each lane: lanes of one rank take turns (WithLaneGroups)
 }
 
 func defaultOptions() options {

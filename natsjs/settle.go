@@ -258,7 +258,11 @@ func (s *Source) deadLetter(m *Msg, cause error) bool {
 	}
 	dl.Header.Set(HeaderReason, reason)
 	dl.Header.Set(HeaderAttempts, strconv.Itoa(m.attempt))
-	dl.Header.Set(HeaderStream, s.stream)
+	stream := s.stream // its lane's, which may be another stream's (lanes.go)
+	if md, err := m.raw.Metadata(); err == nil {
+		stream = md.Stream
+	}
+	dl.Header.Set(HeaderStream, stream)
 	dl.Header.Set(HeaderStreamSeq, strconv.FormatUint(m.seq, 10))
 	dl.Header.Set(HeaderSubject, m.Subject())
 	dl.Header.Set(HeaderConsumer, s.consumer)

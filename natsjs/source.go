@@ -87,6 +87,8 @@ type Source struct {
 	// lanes are the consumers a Source takes from in order, its own among
 	// them (WithLanes); nil for its own alone (lanes.go).
 	lanes    []jetstream.Consumer
+	ranks    []int  // of each lane, in order; lanes of one rank take turns
+	turn     int    // the sweeps made: whose turn it is in each rank (lanes.go)
 	watched  []bool // a lane has a watch waiting on the server: found empty
 	watching int    // watches in flight, each asking one message
 	sweeps   int    // sweeps in flight
@@ -146,7 +148,7 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	if o.maxDeliver > 0 && (s.maxDeliver == 0 || o.maxDeliver < s.maxDeliver) {
 		s.maxDeliver = o.maxDeliver
 	}
-	if err := s.checkLanes(o.lanes); err != nil {
+	if err := s.checkLanes(o.lanes, o.ranks); err != nil {
 		return nil, err
 	}
 	s.afterMax.Store(int64(pool.Stats().MaxWorkers))
