@@ -78,7 +78,7 @@ func newTokenFixture(t *testing.T) *tokenFixture {
 		Log:  slog.New(slog.NewJSONHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auth: tokens,
 	}
-	f.srv = httptest.NewServer(a.Handler())
+	f.srv = httptest.NewServer(api.Validated(t, a.Handler()))
 	t.Cleanup(func() {
 		f.srv.Close()
 		_ = pool.Close()

@@ -42,7 +42,7 @@ func newFixture(t *testing.T, opts ...crew.Option) *fixture {
 		MaxNumbers: 1024, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: 2 * time.Second,
 		Metrics: api.NewMetrics(reg),
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := httptest.NewServer(api.Validated(t, a.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = pool.Close()
@@ -54,6 +54,7 @@ type answer struct {
 	code   int
 	header http.Header
 	body   map[string]any
+	raw    string
 }
 
 func (f *fixture) do(t *testing.T, method, path, body string) answer {
@@ -68,8 +69,8 @@ func (f *fixture) do(t *testing.T, method, path, body string) answer {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	a := answer{code: resp.StatusCode, header: resp.Header}
-	if method != http.MethodHead {
+	a := answer{code: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	if method != http.MethodHead && resp.StatusCode != http.StatusNoContent {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("%s %s: Content-Type %q, body %s", method, path, ct, raw)
 		}
