@@ -100,6 +100,8 @@ func TestJobsFromTheCommandLine(t *testing.T) {
 		{tokens["ops"], "jobs", []string{"explode"}, 2, "", "usage: crewd jobs"},
 		{tokens["ops"], "jobs", []string{"get"}, 2, "", "usage"},
 		{tokens["ops"], "jobs", []string{"list", "-url", "ftp://x"}, 2, "", "want http://host:port"},
+		{tokens["reader"], "jobs", []string{"list", "-state", "lost"}, 1, "", `400 Bad Request: "state" "lost": want one of`},
+		{tokens["reader"], "jobs", []string{"list", "-queue", "a.b"}, 1, "", `400 Bad Request: "queue" "a.b": want 1 to 64 letters`},
 	} {
 		code, out, errb := run(tc.token, tc.what, tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errb, tc.err) {

@@ -291,4 +291,10 @@ func TestJobsSearchedByText(t *testing.T) {
 			t.Errorf("/ui/jobs?%s: %v, want %v", query, got, want)
 		}
 	}
+	// A bad filter gets the store's 400 text on the page.
+	for query, want := range map[string]string{"state=lost": `&#34;state&#34; &#34;lost&#34;: want one of`, "queue=a.b": `&#34;queue&#34; &#34;a.b&#34;: want 1 to 64 letters`} {
+		if w := do(h, "GET", "/ui/jobs?"+query, nil, tokens["reader"], nil); w.Code != 400 || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("/ui/jobs?%s: %d %s, want 400 with %s", query, w.Code, w.Body.String(), want)
+		}
+	}
 }
