@@ -78,7 +78,7 @@ func newTokenFixture(t *testing.T) *tokenFixture {
 		Log:  slog.New(slog.NewJSONHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auth: tokens,
 	}
-	f.srv = httptest.NewServer(api.Validated(t, a.Handler()))
+	f.srv = httptest.NewServer(checkAnswers(t, a.Handler()))
 	t.Cleanup(func() {
 		f.srv.Close()
 		_ = pool.Close()
@@ -326,7 +326,7 @@ func TestForeignRequestsRefused(t *testing.T) {
 	defer pool.Close()
 	a := &api.API{Pool: pool, Jobs: &memjobs.Runner{Pool: pool, Store: memjobs.NewStore(100, time.Hour, nil, nil), Kinds: kinds.New(), DefaultTimeout: time.Second, MaxTimeout: time.Minute},
 		MaxNumbers: 16, MaxBody: 4096, RequestTimeout: time.Second, RetryAfter: time.Second, LocalOnly: true}
-	h := a.Handler()
+	h := checkAnswers(t, a.Handler())
 	for _, tc := range []struct {
 		name, method, path, host string
 		header                   map[string]string

@@ -42,7 +42,7 @@ func newFixture(t *testing.T, opts ...crew.Option) *fixture {
 		MaxNumbers: 1024, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: 2 * time.Second,
 		Metrics: api.NewMetrics(reg),
 	}
-	srv := httptest.NewServer(api.Validated(t, a.Handler()))
+	srv := httptest.NewServer(checkAnswers(t, a.Handler()))
 	t.Cleanup(func() {
 		srv.Close()
 		_ = pool.Close()

@@ -334,7 +334,7 @@ func TestUIFormsBounded(t *testing.T) {
 	f.api.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ui saw "+r.PostForm.Get("a"))
 	})
-	f.srv.Config.Handler = f.api.Handler()
+	f.srv.Config.Handler = checkAnswers(t, f.api.Handler())
 	conn, err := net.Dial("tcp", f.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // answers (queues, their pause, periodic jobs and their ticks, the ends a
 // minute, the replicas) and the jobs' own, served by a runner on an
 // embedded server that runs its jobs, answer as openapi.json says
-// (api.Validated fails the test otherwise), with what each names.
+// (checkAnswers fails the test otherwise), with what each names.
 func TestJetStreamAnswersAsDocumented(t *testing.T) {
 	srv, err := natsd.Start(t.TempDir(), "", nil)
 	if err != nil {
@@ -63,7 +63,7 @@ func TestJetStreamAnswersAsDocumented(t *testing.T) {
 		<-done
 	})
 	a := &api.API{Pool: pool, Jobs: r, MaxNumbers: 16, MaxBody: 4096, RequestTimeout: 5 * time.Second, RetryAfter: time.Second}
-	hs := httptest.NewServer(api.Validated(t, a.Handler()))
+	hs := httptest.NewServer(checkAnswers(t, a.Handler()))
 	t.Cleanup(hs.Close)
 	f := &fixture{pool: pool, api: a, srv: hs}
 
