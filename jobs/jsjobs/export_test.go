@@ -181,7 +181,7 @@ func (r *Runner) HandleTick(ctx context.Context, name string, seq uint64, next t
 }
 
 // TickID is the id of the job a periodic job's tick of that sequence submits.
-func TickID(name string, seq uint64) string { return tickID(name, seq) }
+func TickID(name string, seq uint64) string { return tickID(name, seq, -1) }
 
 // AnnounceEvery sets how often serving processes announce themselves, for
 // the test, and puts it back at its end.
@@ -201,3 +201,11 @@ func (r *Runner) Vanish() {
 	}
 	r.announcer.stop = nil
 }
+
+// InPartition makes r write ids of partition k, as a Partitioned's own
+// Runner does: a test makes the ids of a store from before partitions
+// that begin as a partition's.
+func (r *Runner) InPartition(k int) { r.partition = k }
+
+// PartitionOf is the partition a job id names.
+func PartitionOf(id string) int { return partitionOf(id) }

@@ -305,6 +305,7 @@ func parseCursor(s string) (item, bool) {
 type found struct {
 	id      string
 	fromMsg bool
+	it      item // its place in the order of pages (a Partitioned's merge)
 }
 
 // page returns up to limit jobs in state st (any if empty) and of kind
@@ -378,7 +379,7 @@ func (x *index) page(st jobs.State, kind, queue string, after item, limit int, d
 		if !x.current(l, it) || !anyKind && s.kind != kindNo || !anyQueue && s.name != nameNo || !x.inState(s, st, delivered) {
 			continue
 		}
-		out = append(out, found{id: it.id.String(), fromMsg: s.fromMsg})
+		out = append(out, found{id: it.id.String(), fromMsg: s.fromMsg, it: it})
 		last = it
 	}
 	for j := range want {

@@ -59,7 +59,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, false, err
 	}
-	mine := claim{ID: jobs.NewID(), Request: job.Request(), Created: time.Now()}
+	mine := claim{ID: r.newID(), Request: job.Request(), Created: time.Now()}
 	data, err := json.Marshal(mine)
 	if err != nil {
 		return jobs.Record{}, false, err

@@ -27,27 +27,50 @@ func (r *Runner) tails() (*tails, error) {
 // then read from the store as Get reads them; one that has changed state
 // meanwhile is left out.
 func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
-	if err := q.Validate(); err != nil {
+	after, err := listQuery(&q)
+	if err != nil {
 		return jobs.Page{}, err
+	}
+	ids, next, err := r.pageIDs(ctx, q, after)
+	if err != nil {
+		return jobs.Page{}, err
+	}
+	recs, err := r.read(ctx, ids)
+	if err != nil {
+		return jobs.Page{}, err
+	}
+	return jobs.Page{Jobs: inState(recs, q.State), Next: next}, nil
+}
+
+// listQuery validates q and reads its cursor.
+func listQuery(q *jobs.Query) (item, error) {
+	if err := q.Validate(); err != nil {
+		return item{}, err
 	}
 	var after item
 	if q.After != "" {
 		var ok bool
 		if after, ok = parseCursor(q.After); !ok {
-			return jobs.Page{}, jobs.BadCursor(q.After)
+			return item{}, jobs.BadCursor(q.After)
 		}
 	}
+	return after, nil
+}
+
+// pageIDs are the jobs of q's page below after, from the index synced,
+// and the cursor of the next page.
+func (r *Runner) pageIDs(ctx context.Context, q jobs.Query, after item) ([]found, string, error) {
 	if err := ctx.Err(); err != nil {
 		// Before the index, which may have caught up already and let a
 		// page through.
-		return jobs.Page{}, err
+		return nil, "", err
 	}
 	t, err := r.tails()
 	if err != nil {
-		return jobs.Page{}, err
+		return nil, "", err
 	}
 	if err := r.loaded(ctx, t); err != nil {
-		return jobs.Page{}, err
+		return nil, "", err
 	}
 	r.synced(ctx, t)
 	var delivered map[string]uint64
@@ -55,17 +78,19 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 		delivered = r.deliveredAll(ctx, t.index)
 	}
 	ids, next := t.index.page(q.State, q.Kind, q.Queue, after, q.Limit, delivered)
-	recs, err := r.read(ctx, ids)
-	if err != nil {
-		return jobs.Page{}, err
-	}
-	page := jobs.Page{Jobs: make([]jobs.Record, 0, len(recs)), Next: next}
+	return ids, next, nil
+}
+
+// inState are the records read that are still in state st (any if
+// empty): a job gone meanwhile, or moved to another state, is left out.
+func inState(recs []jobs.Record, st jobs.State) []jobs.Record {
+	out := make([]jobs.Record, 0, len(recs))
 	for _, rec := range recs {
-		if rec.ID != "" && (q.State == "" || rec.State == q.State) {
-			page.Jobs = append(page.Jobs, rec)
+		if rec.ID != "" && (st == "" || rec.State == st) {
+			out = append(out, rec)
 		}
 	}
-	return page, nil
+	return out
 }
 
 // Counts implements jobs.Lister, from the index as List reads it.

@@ -31,7 +31,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r := &Runner{
 		js: js, layout: layout{stream: cfg.Stream, bucket: cfg.Bucket}, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, maxDelay: cfg.MaxDelay, journal: cfg.Journal,
-		announcer:      announcer{name: cmp.Or(cfg.Replica, ReplicaName())},
+		announcer: announcer{name: cmp.Or(cfg.Replica, ReplicaName())}, partition: -1,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		instruments: newInstruments(cfg.Namespace),
 	}

@@ -187,7 +187,7 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 	if seq == 0 {
 		return natsjs.Unavailable(fmt.Errorf("%w: a periodic job's tick without its stream sequence", jobs.ErrUnavailable))
 	}
-	id := tickID(name, seq)
+	id := tickID(name, seq, r.partition)
 	var spec struct {
 		Queue    string
 		Priority int
@@ -210,7 +210,10 @@ func (r *Runner) tick(ctx context.Context, name string, d delivery) error {
 
 // tickID is the id of the job a periodic job's tick submits: the same for
 // every delivery of that tick, another for every tick.
-func tickID(name string, seq uint64) string {
+func tickID(name string, seq uint64, partition int) string {
 	sum := sha256.Sum256([]byte(everyToken + name + "." + strconv.FormatUint(seq, 10)))
+	if partition >= 0 { // in the partition whose stream ticks (partition.go)
+		sum[0] = byte(partition)
+	}
 	return hex.EncodeToString(sum[:jobs.IDLen/2])
 }

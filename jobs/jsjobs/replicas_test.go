@@ -58,9 +58,9 @@ func newThreeServers(t *testing.T) *threeServers {
 	return s
 }
 
-func (s *threeServers) start(i int) {
+func (s *threeServers) start(i int) *server.Server {
 	s.t.Helper()
-	natstest.Start(s.t, s.opts[i])
+	return natstest.Start(s.t, s.opts[i])
 }
 
 // syncBuffer is a log written by the runner and read by the test.

@@ -54,6 +54,7 @@ type Runner struct {
 	listing     listing      // the index List and Counts read (list.go)
 	rates       rates        // the queues' rates as last read (rate.go)
 	announcer   announcer    // what this process says it runs (replicas.go)
+	partition   int          // its partition of a Partitioned store, -1 for none (partition.go)
 	closing     sync.Once    // Close
 	closeErr    error        // the first Close's
 

@@ -26,7 +26,7 @@ func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error
 	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, err
 	}
-	rec := accepted(jobs.NewID(), spec.Kind, time.Now(), job)
+	rec := accepted(r.newID(), spec.Kind, time.Now(), job)
 	if _, err := r.store.publish(ctx, rec.ID, job, 0, 0); err != nil {
 		return jobs.Record{}, storeError(err)
 	}

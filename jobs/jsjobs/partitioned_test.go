@@ -1,0 +1,248 @@
+package jsjobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crew-go/crew"
+	"github.com/crew-go/crew/jobs"
+	"github.com/crew-go/crew/jobs/jobstest"
+	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/crew-go/crew/natsjs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestPartitionedRunsEveryJobOnce: a store of three partitions takes 300
+// jobs in turns (about a hundred each, each id naming its partition), runs
+// each once on one Source over them all, lists them page by page newest
+// first, every job once, counts them, and reads, cancels and retries each
+// through its partition; a job of the store from before partitions (on
+// partition 0's names, its id beginning as partition 1's) is still found,
+// canceled and retried there.
+func TestPartitionedRunsEveryJobOnce(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	// The store before partitions: a Runner on the same names.
+	old := c.runner(t, jsConfig())
+	old.InPartition(1)
+	legacy := submit(t, old, jobstest.Sleep(time.Minute))
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := jsjobs.NewPartitioned(ctx, c.js, jsConfig(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	perPartition := map[int]int{}
+	ids := map[string]bool{}
+	for range 300 {
+		rec := submit(t, p, jobstest.Factorial(5))
+		perPartition[jsjobs.PartitionOf(rec.ID)]++
+		ids[rec.ID] = true
+	}
+	for k := range 3 {
+		if perPartition[k] != 100 {
+			t.Errorf("partition %d took %d of 300 jobs, want 100 (in turns)", k, perPartition[k])
+		}
+	}
+	if rec, err := p.Get(ctx, legacy.ID); err != nil || rec.State != jobs.Queued {
+		t.Fatalf("the job from before partitions: %+v, %v", rec, err)
+	}
+	if _, _, err := p.Cancel(ctx, legacy.ID); err != nil {
+		t.Fatalf("cancel of the job from before partitions: %v", err)
+	}
+
+	serveOn(t, 4, func(pool *crew.Pool) (*natsjs.Source, error) { return p.Source(pool) }) // over every partition
+	for id := range ids {
+		eventually(t, p, id, jobs.Succeeded)
+	}
+	counts, err := p.Counts(ctx)
+	if err != nil || counts[jobs.Succeeded] != 300 || counts[jobs.Canceled] != 1 {
+		t.Fatalf("counts %v (%v), want 300 succeeded and 1 canceled", counts, err)
+	}
+	listed := map[string]bool{}
+	var last time.Time
+	q := jobs.Query{State: jobs.Succeeded, Limit: 70}
+	for pages := 0; ; pages++ {
+		page, err := p.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range page.Jobs {
+			if listed[rec.ID] || !ids[rec.ID] {
+				t.Fatalf("page %d lists %s again, or a job not submitted", pages, rec.ID)
+			}
+			listed[rec.ID] = true
+			if !last.IsZero() && rec.Finished.After(last.Add(time.Second)) {
+				t.Errorf("page %d: %s ended %v, after the one before it (%v): not newest first", pages, rec.ID, rec.Finished, last)
+			}
+			last = rec.Finished
+		}
+		if page.Next == "" {
+			break
+		}
+		q.After = page.Next
+	}
+	if len(listed) != 300 {
+		t.Fatalf("the pages list %d jobs, want 300", len(listed))
+	}
+	if rec, err := p.Retry(ctx, legacy.ID); err != nil || rec.State != jobs.Queued || rec.Retries != 1 {
+		t.Fatalf("retry of the job from before partitions: %+v, %v", rec, err)
+	}
+	if _, err := p.Get(ctx, "ff00000000000000"); err != jobs.ErrNotFound {
+		t.Fatalf("an unknown id: %v, want ErrNotFound", err)
+	}
+}
+
+// TestPartitionedSubmitSurvivesALeaderCut: three nats-server processes, a
+// store of three partitions with three replicas each, partition 1's stream
+// led by n2, the others' elsewhere, and beside it a store of one partition
+// led by n2 too. n2 is frozen (SIGSTOP: cut off, nothing handed over)
+// while a client submits job after job to each: the partitioned store
+// answers every submit within about Failover (partition 1 left for the
+// next, then skipped), while the single one waits for its election; every
+// job accepted runs once its partition has a leader again.
+func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
+	c := startProcessCluster(t)
+	nc, err := nats.Connect(c.urls[0]) // n1, which stays up
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := jsConfig()
+	cfg.Replicas = 3
+	var p *jsjobs.Partitioned
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if p, err = jsjobs.NewPartitioned(ctx, js, cfg, 3); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	single := cfg
+	single.Stream, single.Bucket = "single", "single"
+	one, err := jsjobs.New(ctx, js, single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = one.Close() })
+	// Partition 1's stream and the single store's on n2, partitions 0's
+	// and 2's on n1 and n3.
+	want := map[string]string{"jobs": "n1", "jobs-1": "n2", "jobs-2": "n3", "single": "n2"}
+	leaders := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range append(p.Partitions(), one) {
+			if g, err := r.StoreGroups(ctx); err == nil && len(g) > 0 {
+				out[g[0].Name] = g[0].Leader
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		got := leaders()
+		moved := 0
+		for stream, server := range want {
+			if got[stream] != server {
+				moved++
+				_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, []byte(`{"placement":{"preferred":"`+server+`"}}`), 2*time.Second)
+			}
+		}
+		if moved == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream leaders %v, want %v", got, want)
+		}
+	}
+
+	// The single store, submitted to beside: its slowest submit.
+	var singleSlowest time.Duration
+	var singleErrs int
+	singleDone := make(chan struct{})
+	cut := make(chan struct{})
+	go func() {
+		defer close(singleDone)
+		<-cut
+		for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
+			began := time.Now()
+			if _, err := one.Submit(ctx, jobstest.Factorial(3)); err != nil {
+				singleErrs++
+			}
+			singleSlowest = max(singleSlowest, time.Since(began))
+		}
+	}()
+	var ids []string
+	var slowest time.Duration
+	frozen := false
+	began := time.Now()
+	for i := 0; !frozen || time.Since(began) < 8*time.Second; i++ {
+		if i == 30 {
+			c.freeze(t, 1) // n2
+			frozen, began = true, time.Now()
+			close(cut)
+		}
+		t0 := time.Now()
+		rec, err := p.Submit(ctx, jobstest.Factorial(3))
+		took := time.Since(t0)
+		if err != nil {
+			t.Fatalf("submit %d (n2 frozen: %v): %v after %v", i, frozen, err, took)
+		}
+		if frozen {
+			slowest = max(slowest, took)
+		}
+		ids = append(ids, rec.ID)
+	}
+	<-singleDone
+	t.Logf("n2 frozen 8 s: %d submits to 3 partitions, the slowest %v; to 1 partition the slowest %v (%d failed)",
+		len(ids)-30, slowest.Round(time.Millisecond), singleSlowest.Round(time.Millisecond), singleErrs)
+	if slowest > p.Failover+time.Second {
+		t.Errorf("a submit took %v with n2 frozen, want about Failover (%v) at most", slowest, p.Failover)
+	}
+	if singleSlowest < 2*time.Second && singleErrs == 0 {
+		t.Errorf("the single store's slowest submit took %v with its leader frozen: the cut did not cut", singleSlowest)
+	}
+	serveOn(t, 4, func(pool *crew.Pool) (*natsjs.Source, error) { return p.Source(pool) })
+	for _, id := range ids {
+		if rec := eventually(t, p, id, jobs.Succeeded); rec.Attempts != 1 {
+			t.Errorf("job %s ran %d times", id, rec.Attempts)
+		}
+	}
+	c.thaw(t, 1)
+}
+
+// serveOn runs the Source newSource makes on a pool of workers until the
+// test ends.
+func serveOn(t *testing.T, workers int, newSource func(*crew.Pool) (*natsjs.Source, error)) *natsjs.Source {
+	t.Helper()
+	pool, err := crew.New(crew.WithWorkers(workers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := newSource(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- src.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = src.Shutdown(ctx)
+		_ = pool.Shutdown(ctx, crew.Hard)
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return src
+}
