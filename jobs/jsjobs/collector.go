@@ -1,7 +1,10 @@
 package jsjobs
 
 import (
+	"context"
 	"time"
+
+	"github.com/crew-go/crew/jobs"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,12 +27,17 @@ func (r *Runner) Outcomes() Outcomes {
 // counts above by their labels, and each queue as Queues read it at most
 // queuesEvery before (queueGauges): the same on every process, as a
 // stream's lag.
-func (r *Runner) Collector() prometheus.Collector { return collector{r.instruments, &r.health, r} }
+func (r *Runner) Collector() prometheus.Collector {
+	return collector{r.instruments, func() (bool, uint64) { return !r.health.down.Load(), r.health.handbacks.Load() }, r.Queues}
+}
 
+// collector exports a store's instruments (a Partitioned's partitions
+// share theirs), whether it is up and the jobs it handed back (health),
+// and its queues.
 type collector struct {
 	in     *instruments
-	health *storeHealth
-	r      *Runner
+	health func() (up bool, handbacks uint64)
+	queues func(context.Context) ([]jobs.QueueInfo, error)
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
@@ -45,16 +53,17 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	up := 1.0
-	if c.health.down.Load() {
-		up = 0
+	ok, handbacks := c.health()
+	up := 0.0
+	if ok {
+		up = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.in.storeUp, prometheus.GaugeValue, up)
-	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(c.health.handbacks.Load()))
+	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(handbacks))
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks, c.in.deletes} {
 		v.Collect(ch)
 	}
-	for _, q := range c.in.queues.snapshot(c.r.Queues) {
+	for _, q := range c.in.queues.snapshot(c.queues) {
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Waiting), q.Name, "waiting")
 		ch <- prometheus.MustNewConstMetric(c.in.queueJobs, prometheus.GaugeValue, float64(q.Taken), q.Name, "taken")
 		ch <- prometheus.MustNewConstMetric(c.in.queueLimit, prometheus.GaugeValue, float64(q.Limit), q.Name)

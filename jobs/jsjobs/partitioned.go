@@ -85,6 +85,9 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 			return nil, fmt.Errorf("partition %d: %w", k, err)
 		}
 		r.partition = k
+		if k > 0 {
+			r.instruments = p.parts[0].instruments // one set of metrics for the store
+		}
 		p.parts = append(p.parts, r)
 	}
 	return p, nil

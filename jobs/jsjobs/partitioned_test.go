@@ -2,6 +2,7 @@ package jsjobs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestPartitionedRunsEveryJobOnce: a store of three partitions takes 300
@@ -245,4 +248,117 @@ func serveOn(t *testing.T, workers int, newSource func(*crew.Pool) (*natsjs.Sour
 		}
 	})
 	return src
+}
+
+// TestPartitionedQueuesAndTheRest: a named queue over three partitions,
+// its limit and rate shared out and read back whole, paused and resumed
+// on every partition (its jobs, spread over them, wait, then run); a
+// periodic job ticks from partition 0; the process serving them is one
+// replica with the jobs it runs in every partition; the store's metrics
+// register and say it is up.
+func TestPartitionedQueuesAndTheRest(t *testing.T) {
+	jsjobs.AnnounceEvery(t, 100*time.Millisecond)
+	c := newCluster(t)
+	ctx := context.Background()
+	var h holding
+	cfg := jsConfig()
+	cfg.Kinds, cfg.Replica = h.kinds(), "worker-1"
+	p, err := jsjobs.NewPartitioned(ctx, c.js, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.SetQueue(ctx, jobs.Queue{Name: "email", Limit: 6, Rate: 30}); err != nil {
+		t.Fatal(err)
+	}
+	queue := func() jobs.QueueInfo {
+		t.Helper()
+		qs, err := p.Queues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Name == "email" {
+				return q
+			}
+		}
+		t.Fatalf("no queue email in %+v", qs)
+		return jobs.QueueInfo{}
+	}
+	if q := queue(); q.Limit != 6 || q.Rate != 30 || time.Duration(q.Per) != time.Second {
+		t.Fatalf("the queue reads %+v, want limit 6 and 30 a second", q)
+	}
+	if err := p.PauseQueue(ctx, "email", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 9 {
+		ids = append(ids, submit(t, p, hold(700*time.Millisecond, "email")).ID)
+	}
+	serveOn(t, 8, func(pool *crew.Pool) (*natsjs.Source, error) { return p.QueueSource(ctx, "email", pool) })
+	time.Sleep(time.Second)
+	if n := h.ran.Load(); n != 0 {
+		t.Fatalf("%d jobs of a paused queue ran", n)
+	}
+	if q := queue(); !q.Paused || q.Waiting != 9 || q.OldestWaiting.IsZero() {
+		t.Fatalf("the paused queue reads %+v, want 9 waiting", q)
+	}
+	if err := p.ResumeQueue(ctx, "email"); err != nil {
+		t.Fatal(err)
+	}
+	// Resumed: at most six at a time (two a partition), the one replica
+	// naming the jobs it runs in every partition.
+	var reps []jobs.Replica
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if reps, err = p.Replicas(ctx); err != nil {
+			t.Fatal(err)
+		}
+		parts := map[int]bool{}
+		if len(reps) == 1 {
+			for _, j := range reps[0].Jobs {
+				parts[jsjobs.PartitionOf(j.ID)] = true
+			}
+		}
+		if len(parts) == 3 && reps[0].Running == len(reps[0].Jobs) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas %+v, want worker-1 running jobs of the three partitions", reps)
+		}
+	}
+	if reps[0].Name != "worker-1" {
+		t.Errorf("replica %+v", reps[0])
+	}
+	for _, id := range ids {
+		eventually(t, p, id, jobs.Succeeded)
+	}
+	if most := h.most.Load(); most > 6 {
+		t.Errorf("%d ran at once, over the queue's limit of 6", most)
+	}
+
+	if _, err := p.SetPeriodic(ctx, jobs.Periodic{Name: "tick", Every: "@every 1s", Spec: jobstest.Factorial(2)}); err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, 2, func(pool *crew.Pool) (*natsjs.Source, error) { return p.Source(pool) })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ps, err := p.Periodics(ctx)
+		if err == nil && len(ps) == 1 && len(ps[0].Recent) > 0 {
+			if rec, err := p.Get(ctx, ps[0].Recent[0]); err == nil && jsjobs.PartitionOf(rec.ID) == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the periodic job after 10 s: %+v, %v", ps, err)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(p.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader("# HELP crew_job_store_up 1 while the job store (the jobs' stream and the records' bucket) answers this process, 0 during an outage.\n# TYPE crew_job_store_up gauge\ncrew_job_store_up 1\n"), "crew_job_store_up"); err != nil {
+		t.Error(err)
+	}
+	if down, err := p.StoreDown(); err != nil || !down.IsZero() {
+		t.Errorf("StoreDown: %v, %v", down, err)
+	}
 }
