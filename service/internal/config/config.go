@@ -56,6 +56,7 @@ type Config struct {
 	NATSBucket       string        // the key-value bucket of job records
 	NATSAckWait      time.Duration // a job delivered and neither acked nor kept alive is redelivered after this
 	NATSReplicas     int           // replicas of the stream and the bucket when crewd creates them
+	JobPartitions    int           // streams and buckets the jobs spread over (jsjobs.Partitioned); 1 is one
 	NATSCreds        string        // a credentials file (JWT and NKey seed) for a shared NATS; "" for none
 	NATSUser         string        // a user of a shared NATS, with NATSPasswordFile; "" for none
 	NATSPasswordFile string        // the file of NATSUser's password
@@ -114,6 +115,7 @@ func Default() Config {
 		NATSBucket:      "jobs",
 		NATSAckWait:     30 * time.Second,
 		NATSReplicas:    1,
+		JobPartitions:   1,
 		JobMaxAttempts:  25,
 	}
 }
@@ -170,6 +172,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.Journal, "journal", "a file where crewd notes the jobs it holds, so that a crewd started again on it (its container restarted in its pod, the file on an emptyDir) runs a killed one's jobs at once rather than after -nats-ack-wait; default <data-dir>/held with the embedded server, none with -nats-url")
 	str(&c.TraceURL, "trace-url", "the address of a trace in your trace UI, with {trace_id} where the trace's id goes (\"https://jaeger.example/trace/{trace_id}\"): the web UI links each job to its trace; empty: the trace id is shown")
 	str(&c.NATSCA, "nats-ca", "a PEM file of the authority the servers' TLS certificates are checked against (-nats-url tls://...); empty: the system's")
+	num(&c.JobPartitions, "job-partitions", "through JetStream, the streams and buckets the jobs spread over (1 to 256), each its own raft group, so that a server cut off stalls only the partitions it leads and a submit goes to another within 500 ms; partition 0 is the stream and bucket named above (a store of one partition upgraded keeps its jobs there), partition k adds -k to their names; never lower it while jobs wait in the partitions past it")
 	num(&c.NATSReplicas, "nats-replicas", "replicas (1 to 5) of the stream and the bucket when crewd creates them, on a JetStream cluster of that many servers at least; existing ones are used as they are (a warning says when they have fewer)")
 	fs.Var((*jobQueues)(&c.JobQueues), "job-queues", "through JetStream, the named job queues this crewd serves besides the default one, each with its own workers, at most a limit of its jobs running at once across every crewd, and at most a rate of them started a period (a second unless given) across every crewd: name=workers[/limit][@rate[/period]],... (\"email=4,partner=2/3@20,report=1@100/1m\"); a job names its queue in POST /v1/jobs (\"queue\")"+env("job-queues"))
 	num(&c.JobMaxAttempts, "job-max-attempts", "through JetStream, the runs of one job, its retries after a failure or a timeout (with exponential backoff) and its reruns after a crash included, unless the job's \"max_attempts\" says otherwise (1 to 1000)")
@@ -362,6 +365,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-shutdown-delay %v: want 0 or more", c.ShutdownDelay)
 	case c.ShutdownTimeout <= c.ShutdownDelay:
 		return fmt.Errorf("-shutdown-timeout %v: want more than -shutdown-delay %v", c.ShutdownTimeout, c.ShutdownDelay)
+	case c.JobPartitions < 1 || c.JobPartitions > 256:
+		return fmt.Errorf("-job-partitions %d: want 1 to 256", c.JobPartitions)
+	case c.JobPartitions > 1 && !c.Durable():
+		return fmt.Errorf("-job-partitions %d: jobs in memory have no partitions (they need -nats-url or the embedded server)", c.JobPartitions)
 	}
 	if err := validTraceURL(c.TraceURL); err != nil {
 		return fmt.Errorf("-trace-url %.120q: %v", c.TraceURL, err)

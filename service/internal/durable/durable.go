@@ -45,6 +45,40 @@ type Settings struct {
 
 	Queues       []Queue           // the named queues served here besides the default one
 	ShutdownMode crew.ShutdownMode // how the named queues' pools stop, as the main pool does
+	// Partitions spreads the jobs over that many streams and buckets
+	// (jsjobs.Partitioned); 0 or 1 is one (jsjobs.Runner).
+	Partitions int
+}
+
+// store is the JetStream job store crewd runs: one partition
+// (*jsjobs.Runner) or several (*jsjobs.Partitioned).
+type store interface {
+	jobs.Runner
+	Source(pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source, error)
+	QueueSource(ctx context.Context, q string, pool *crew.Pool, opts ...natsjs.Option) (*natsjs.Source, error)
+	SetQueue(ctx context.Context, q jobs.Queue) error
+	WatchStore(ctx context.Context)
+	StoreDown() (time.Time, error)
+	Collector() prometheus.Collector
+	Outcomes() jsjobs.Outcomes
+	Close() error
+}
+
+// newStore makes or finds the store of that many partitions (one: a
+// Runner); a nil store with the error.
+func newStore(ctx context.Context, js jetstream.JetStream, cfg jsjobs.Config, partitions int) (store, error) {
+	if partitions > 1 {
+		p, err := jsjobs.NewPartitioned(ctx, js, cfg, partitions)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	r, err := jsjobs.New(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // ErrDataDir wraps a failure of the embedded server to use its data
@@ -59,7 +93,7 @@ type Durable struct {
 	set    Settings
 	server *natsd.Server
 	nc     *nats.Conn
-	runner *jsjobs.Runner
+	runner store
 	source *natsjs.Source
 	queues []*served // the named queues served here (queues.go)
 	log    *slog.Logger
@@ -182,13 +216,14 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 		// it starts, rather than after the ack wait (natsjs.WithJournal).
 		cfg.Journal = filepath.Join(set.DataDir, "held")
 	}
-	d.runner, err = jsjobs.New(ctx, js, cfg)
+	runner, err := newStore(ctx, js, cfg, set.Partitions)
 	if err != nil {
 		if !d.nc.IsConnected() {
 			return fail(fmt.Errorf("-nats-url %q: no server reached in %v: %w", set.URL, setupTimeout, err))
 		}
 		return fail(fmt.Errorf("jobs on JetStream: %w", err))
 	}
+	d.runner = runner
 	d.source, err = d.runner.Source(pool, natsjs.WithConn(d.nc), natsjs.WithLogger(log))
 	if err != nil {
 		return fail(err)
