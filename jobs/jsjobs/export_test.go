@@ -209,3 +209,7 @@ func (r *Runner) InPartition(k int) { r.partition = k }
 
 // PartitionOf is the partition a job id names.
 func PartitionOf(id string) int { return partitionOf(id) }
+
+// BalanceOnce asks each of p's groups led elsewhere than its target to
+// step down to it, and returns how many it asked.
+func (p *Partitioned) BalanceOnce(ctx context.Context) int { return p.balanceOnce(ctx) }

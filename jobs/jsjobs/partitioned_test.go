@@ -362,3 +362,70 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 		t.Errorf("StoreDown: %v, %v", down, err)
 	}
 }
+
+// TestPartitionedLeadersSpread: the six groups of a store of three
+// partitions on three servers, every leader moved to n1 first, are spread
+// two a server by Balance's rounds, and a round then asks for nothing.
+func TestPartitionedLeadersSpread(t *testing.T) {
+	s := newThreeServers(t)
+	for i := range 3 {
+		s.start(i)
+	}
+	nc, err := nats.Connect(s.urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cfg := jsConfig()
+	cfg.Replicas = 3
+	var p *jsjobs.Partitioned
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if p, err = jsjobs.NewPartitioned(ctx, js, cfg, 3); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	leaders := func() map[string]int {
+		g, err := p.StoreGroups(ctx)
+		if err != nil {
+			return nil
+		}
+		n := map[string]int{}
+		for _, gr := range g {
+			n[gr.Leader]++
+		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); leaders()["n1"] != 6; time.Sleep(300 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leaders %v, want all six on n1 to begin with", leaders())
+		}
+		g, _ := p.StoreGroups(ctx)
+		for _, gr := range g {
+			if gr.Leader != "n1" {
+				_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+gr.Name, []byte(`{"placement":{"preferred":"n1"}}`), 2*time.Second)
+			}
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		p.BalanceOnce(ctx)
+		if n := leaders(); n["n1"] == 2 && n["n2"] == 2 && n["n3"] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leaders %v after 30 s of rounds, want two a server", leaders())
+		}
+	}
+	time.Sleep(time.Second) // the followers current again
+	if asked := p.BalanceOnce(ctx); asked != 0 {
+		t.Errorf("a round over spread leaders asked %d moves", asked)
+	}
+}

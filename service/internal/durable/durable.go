@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -268,7 +269,12 @@ func (d *Durable) Run() {
 	d.stopWatch, d.watched = cancel, make(chan struct{})
 	go func() {
 		defer close(d.watched)
-		d.runner.WatchStore(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { d.runner.WatchStore(ctx) })
+		if b, ok := d.runner.(interface{ Balance(context.Context) }); ok {
+			wg.Go(func() { b.Balance(ctx) }) // the partitions' leaders kept spread
+		}
+		wg.Wait()
 	}()
 }
 
