@@ -36,3 +36,30 @@ func PermissionsFor(stream, bucket string) Permissions {
 	}
 	return Permissions{Publish: pub, Subscribe: []string{"_INBOX.>", stream + "-cancel.>"}}
 }
+
+// PartitionedPermissionsFor are the permissions of the Runners of a
+// Partitioned store of n partitions on stream and bucket (NewPartitioned):
+// each partition's PermissionsFor, and with more than one partition each
+// stream's leader stepdown (Partitioned.Balance).
+func PartitionedPermissionsFor(stream, bucket string, n int) Permissions {
+	var p Permissions
+	seen := map[*[]string]map[string]bool{&p.Publish: {}, &p.Subscribe: {}}
+	add := func(list *[]string, subjects ...string) {
+		for _, s := range subjects {
+			if !seen[list][s] {
+				seen[list][s] = true
+				*list = append(*list, s)
+			}
+		}
+	}
+	for k := range max(n, 1) {
+		s, b := partitionNames(stream, bucket, k)
+		one := PermissionsFor(s, b)
+		add(&p.Publish, one.Publish...)
+		if n > 1 {
+			add(&p.Publish, "$JS.API.STREAM.LEADER.STEPDOWN."+s, "$JS.API.STREAM.LEADER.STEPDOWN.KV_"+b)
+		}
+		add(&p.Subscribe, one.Subscribe...)
+	}
+	return p
+}

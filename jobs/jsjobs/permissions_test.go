@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crew-go/crew"
 	"github.com/crew-go/crew/jobs"
 	"github.com/crew-go/crew/jobs/jobstest"
 	"github.com/crew-go/crew/jobs/jsjobs"
+	"github.com/crew-go/crew/natsjs"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -156,5 +158,111 @@ func TestRunsWithItsPermissionsOnly(t *testing.T) {
 	defer mu.Unlock()
 	if len(violations) < 3 {
 		t.Errorf("%d violations of the stream's deletion, another stream's read and a publish outside: want 3: %v", len(violations), violations)
+	}
+}
+
+// TestPartitionedRunsWithItsPermissionsOnly: a store of three partitions
+// whose NATS user holds PartitionedPermissionsFor them, and nothing more,
+// makes its streams and buckets, takes, runs, lists, counts, cancels and
+// retries jobs in every partition, sets, pauses and resumes a queue, and
+// reads its replicas and groups, without one permission violation; with
+// one partition's permissions alone it cannot be made.
+func TestPartitionedRunsWithItsPermissionsOnly(t *testing.T) {
+	cfg := jsConfig()
+	perms := jsjobs.PartitionedPermissionsFor(cfg.Stream, cfg.Bucket, 3)
+	one := jsjobs.PermissionsFor(cfg.Stream, cfg.Bucket)
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		Users: []*server.User{
+			{Username: "crewd", Password: "pw", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: perms.Publish}, Subscribe: &server.SubjectPermission{Allow: perms.Subscribe}}},
+			{Username: "one", Password: "pw", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: one.Publish}, Subscribe: &server.SubjectPermission{Allow: one.Subscribe}}},
+		}}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	var mu sync.Mutex
+	var violations []string
+	connect := func(user string) jetstream.JetStream {
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, "pw"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if strings.Contains(err.Error(), "Permissions Violation") {
+				mu.Lock()
+				violations = append(violations, user+": "+err.Error())
+				mu.Unlock()
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	ctx := context.Background()
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := jsjobs.NewPartitioned(sctx, connect("one"), cfg, 3); err == nil {
+		t.Fatal("a store of three partitions made with one partition's permissions")
+	}
+	mu.Lock()
+	violations = nil // the refusal above, on purpose
+	mu.Unlock()
+
+	p, err := jsjobs.NewPartitioned(ctx, connect("crewd"), cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.SetQueue(ctx, jobs.Queue{Name: "email", Limit: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PauseQueue(ctx, "email", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ResumeQueue(ctx, "email"); err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, 2, func(pool *crew.Pool) (*natsjs.Source, error) { return p.Source(pool) })
+	var ids []string
+	for range 6 {
+		ids = append(ids, submit(t, p, jobstest.Factorial(4)).ID)
+	}
+	for _, id := range ids {
+		eventually(t, p, id, jobs.Succeeded)
+	}
+	long := submit(t, p, jobstest.Sleep(time.Minute))
+	if _, _, err := p.Cancel(ctx, long.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Retry(ctx, long.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.List(ctx, jobs.Query{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Counts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Replicas(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.StoreGroups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.BalanceOnce(ctx)
+	time.Sleep(200 * time.Millisecond) // a violation arrives on its own
+	mu.Lock()
+	defer mu.Unlock()
+	if len(violations) > 0 {
+		t.Fatalf("permission violations: %q", violations)
 	}
 }

@@ -13,12 +13,12 @@ import (
 
 // TestBundledNATSConfigsGrantPermissionsFor: the NATS configs this
 // repository ships (compose's, and the kustomize base's, which check.sh
-// holds equal to the chart's) grant crewd's user exactly
-// jsjobs.PermissionsFor the stream and bucket they run ("jobs"): a
+// holds equal to the chart's) grant crewd's user exactly what the store
+// they run needs: compose's three partitions
+// (jsjobs.PartitionedPermissionsFor), the others' one (PermissionsFor): a
 // subject the library starts to use, or one given beyond it, fails here
 // before a cluster does.
 func TestBundledNATSConfigsGrantPermissionsFor(t *testing.T) {
-	want := jsjobs.PermissionsFor("jobs", "jobs")
 	list := func(conf, key string) []string {
 		m := regexp.MustCompile(`(?s)` + key + `: \[(.*?)\]`).FindStringSubmatch(conf)
 		if m == nil {
@@ -30,7 +30,10 @@ func TestBundledNATSConfigsGrantPermissionsFor(t *testing.T) {
 		}
 		return out
 	}
-	for _, file := range []string{"deploy/compose/nats/nats.conf", "deploy/kustomize/base/nats.yaml"} {
+	for file, want := range map[string]jsjobs.Permissions{
+		"deploy/compose/nats/nats.conf":   jsjobs.PartitionedPermissionsFor("jobs", "jobs", 3), // CREW_JOB_PARTITIONS 3
+		"deploy/kustomize/base/nats.yaml": jsjobs.PermissionsFor("jobs", "jobs"),
+	} {
 		data, err := os.ReadFile(filepath.Join("..", "..", file))
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +45,7 @@ func TestBundledNATSConfigsGrantPermissionsFor(t *testing.T) {
 		for key, subjects := range map[string][]string{"publish": want.Publish, "subscribe": want.Subscribe} {
 			got := list(conf, key)
 			if !slices.Equal(got, subjects) {
-				t.Errorf("%s grants crewd %s\n%q\nwant jsjobs.PermissionsFor(jobs, jobs)'s\n%q", file, key, got, subjects)
+				t.Errorf("%s grants crewd %s\n%q\nwant\n%q", file, key, got, subjects)
 			}
 		}
 	}
