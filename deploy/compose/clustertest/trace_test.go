@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"io"
 	"net/http"
 	"os"
@@ -253,18 +254,24 @@ func (tr traceSpans) check(job, clientSpan, firstRun, secondRun string) string {
 	if !ok || srv.parent != clientSpan || srv.attrs["http.route"] != "/v1/jobs" {
 		return lacks("no server span on crewd1 for the route, a child of the client's span")
 	}
-	pub, ok := tr.find("crewd1", "jobs."+job+" publish", "")
+	// The job's subject is its partition's stream's: "jobs" for partition
+	// 0, "jobs-k" for partition k (the id's first byte).
+	subject := "jobs." + job
+	if k, err := strconv.ParseUint(job[:2], 16, 8); err == nil && k > 0 {
+		subject = fmt.Sprintf("jobs-%d.%s", k, job)
+	}
+	pub, ok := tr.find("crewd1", subject+" publish", "")
 	if !ok || pub.parent != srv.id {
 		return lacks("no publish on crewd1 under the server span")
 	}
-	run1, ok := tr.find("crewd1", "jobs."+job+" process", firstRun)
+	run1, ok := tr.find("crewd1", subject+" process", firstRun)
 	if !ok || run1.parent != pub.id {
 		return lacks("no first run on crewd1 under the publish")
 	}
 	if run1.attrs["crewd.job.id"] != job || run1.attrs["crewd.job.attempt"] != "1" || run1.attrs["crewd.job.outcome"] != "interrupted" {
 		return lacks(fmt.Sprintf("the first run's attributes %v: want the job's id, attempt 1, outcome interrupted", run1.attrs))
 	}
-	run2, ok := tr.find("crewd2", "jobs."+job+" process", secondRun)
+	run2, ok := tr.find("crewd2", subject+" process", secondRun)
 	if !ok || run2.parent != pub.id {
 		return lacks("no second run on crewd2 under the publish")
 	}
