@@ -194,12 +194,13 @@ func AnnounceEvery(t interface{ Cleanup(func()) }, d time.Duration) {
 // Vanish stops r's announcements without purging the last, as a process
 // killed would.
 func (r *Runner) Vanish() {
-	r.announcer.started.Do(func() {})
-	if r.announcer.stop != nil {
-		r.announcer.stop()
-		r.announcer.done.Wait()
+	a := &r.announcer
+	a.started.Do(func() {})
+	if a.stop != nil {
+		a.stop()
+		a.done.Wait()
 	}
-	r.announcer.stop = nil
+	a.stop = nil
 }
 
 // InPartition makes r write ids of partition k, as a Partitioned's own

@@ -39,7 +39,7 @@ func (r *Runner) List(ctx context.Context, q jobs.Query) (jobs.Page, error) {
 	if err != nil {
 		return jobs.Page{}, err
 	}
-	return jobs.Page{Jobs: inState(recs, q.State), Next: next}, nil
+	return jobs.Page{Jobs: stillIn(recs, q.State), Next: next}, nil
 }
 
 // listQuery validates q and reads its cursor.
@@ -81,9 +81,9 @@ func (r *Runner) pageIDs(ctx context.Context, q jobs.Query, after item) ([]found
 	return ids, next, nil
 }
 
-// inState are the records read that are still in state st (any if
+// stillIn are the records read that are still in state st (any if
 // empty): a job gone meanwhile, or moved to another state, is left out.
-func inState(recs []jobs.Record, st jobs.State) []jobs.Record {
+func stillIn(recs []jobs.Record, st jobs.State) []jobs.Record {
 	out := make([]jobs.Record, 0, len(recs))
 	for _, rec := range recs {
 		if rec.ID != "" && (st == "" || rec.State == st) {

@@ -31,11 +31,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r := &Runner{
 		js: js, layout: layout{stream: cfg.Stream, bucket: cfg.Bucket}, storeTimeout: cfg.StoreTimeout,
 		health: storeHealth{log: cfg.Log}, kinds: cfg.Kinds, maxDelay: cfg.MaxDelay, journal: cfg.Journal,
-		announcer: announcer{name: cmp.Or(cfg.Replica, ReplicaName())}, partition: -1,
+		partition:      -1,
 		defaultTimeout: cfg.DefaultTimeout, maxTimeout: cfg.MaxTimeout, maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, log: cfg.Log,
 		instruments: newInstruments(cfg.Namespace),
 	}
 	r.late.write, r.late.timeout, r.late.log = r.writeLate, cfg.StoreTimeout, cfg.Log
+	name := cmp.Or(cfg.Replica, ReplicaName())
+	r.announcer = announcer{name: name, js: js, subject: r.layout.record(replicaPrefix + name), timeout: cfg.StoreTimeout, running: &r.running, log: cfg.Log}
 	stream := &jobStream{js: js, layout: r.layout, storeTimeout: cfg.StoreTimeout, leader: leaderLast(js, cfg.StoreTimeout, cfg.Stream)}
 	r.store = jobStore{
 		records: &records{js: js, layout: r.layout, storeTimeout: cfg.StoreTimeout, atLeader: leaderLast(js, cfg.StoreTimeout, r.layout.bucketStream()),
@@ -213,7 +215,7 @@ func (r *Runner) keepByState(ctx context.Context) error {
 // (late.go): those jobs run again. A second Close does nothing.
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
-		r.stopAnnouncing()
+		r.announcer.close()
 		r.listing.close()
 		if r.running.sub != nil {
 			r.closeErr = r.running.sub.Unsubscribe()

@@ -74,7 +74,7 @@ func (p *Partitioned) List(ctx context.Context, q jobs.Query) (jobs.Page, error)
 		recs = append(recs, read[m.part][taken[m.part]])
 		taken[m.part]++
 	}
-	return jobs.Page{Jobs: inState(recs, q.State), Next: next}, nil
+	return jobs.Page{Jobs: stillIn(recs, q.State), Next: next}, nil
 }
 
 // Counts implements jobs.Lister: every partition's counts summed.

@@ -51,7 +51,7 @@ func (p *Partitioned) source(ctx context.Context, q string, pool *crew.Pool, opt
 			own = cons
 		}
 		byStream[r.layout.stream] = r
-		r.announce()
+		r.announcer.start()
 	}
 	// Each message to its partition's Runner, by the stream it came from.
 	handle := func(ctx context.Context, m *natsjs.Msg) error {

@@ -53,7 +53,7 @@ type Runner struct {
 	late        lateEnds     // ends written after their lease was lost (late.go)
 	listing     listing      // the index List and Counts read (list.go)
 	rates       rates        // the queues' rates as last read (rate.go)
-	announcer   announcer    // what this process says it runs (replicas.go)
+	announcer   announcer    // what this process says it runs (announce.go)
 	partition   int          // its partition of a Partitioned store, -1 for none (partition.go)
 	closing     sync.Once    // Close
 	closeErr    error        // the first Close's

@@ -37,7 +37,7 @@ func (r *Runner) source(ctx context.Context, q string, pool *crew.Pool, cons jet
 	if pool == nil {
 		return nil, fmt.Errorf("%w: a Source needs a pool", natsjs.ErrInvalidOption)
 	}
-	r.announce()
+	r.announcer.start()
 	lanes, err := r.lanes(ctx, q, cons)
 	if err != nil {
 		return nil, err

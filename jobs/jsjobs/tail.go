@@ -30,7 +30,7 @@ const (
 // tails follows the jobs' stream and the records' bucket into an index.
 type tails struct {
 	index    *index
-	replicas board                // the replicas' announcements (replicas.go)
+	replicas board                // the replicas' announcements (board.go)
 	ready    chan struct{}        // closed once both tails have caught up once
 	syncs    []chan chan struct{} // a tail's: closes the channel it is given once caught up after
 	stop     context.CancelFunc
@@ -287,13 +287,4 @@ func applyRecord(l layout, x *index, b *board) func(*nats.Msg, uint64) {
 		}
 		x.set(entry{id: k, state: rec.State, kind: rec.Kind, name: rec.Queue, t: stamp(m), seq: seq})
 	}
-}
-
-// stamp is a message's time in the stream, Unix ns.
-func stamp(m *nats.Msg) int64 {
-	t, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
-	if err != nil {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -86,6 +86,7 @@ func TestCluster(t *testing.T) {
 
 	cl := up(ctx, t, set, client)
 	l := &load{client: client, reps: cl.reps, start: time.Now(), refused: map[string]int{}}
+	cl.load = l
 	lc := newLifecycle(l)
 	lc.cancelRunning(ctx, t, cl, 3)
 	lc.startPeriodic(ctx, t)
@@ -104,8 +105,8 @@ func TestCluster(t *testing.T) {
 	lc.checkQueues(ctx, t)
 	lc.check(ctx, t, cl)
 	cl.caughtUp(ctx, t)
-	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v); whole test %.0fs",
-		len(l.accepted), succeeded, again, cl.worst.Seconds(), maxStall, time.Since(began).Seconds())
+	t.Logf("SUMMARY accepted %d, succeeded %d, run more than once %d, longest stall on a healthy server's replicas %.1fs (at most %v), their slowest write accepted %.2fs and %d writes refused during the faults; whole test %.0fs",
+		len(l.accepted), succeeded, again, cl.worst.Seconds(), maxStall, cl.worstWrite.Seconds(), cl.writesRefused, time.Since(began).Seconds())
 }
 
 // cluster is the compose project under test and where to reach it.
@@ -117,6 +118,11 @@ type cluster struct {
 	leader  string // the jobs stream's leader when the load starts
 	stalls  *stalls
 	worst   time.Duration // the longest stall measured, of replicas on healthy servers
+	load    *load         // the steady load, whose writes fault measures
+	// The slowest write accepted and the writes refused on replicas of
+	// healthy servers during the faults.
+	worstWrite    time.Duration
+	writesRefused int
 }
 
 func phase(t *testing.T, what string, since time.Time) {
@@ -445,6 +451,22 @@ func (cl *cluster) fault(t *testing.T, what string, excluded []string, from, to 
 		line += " (every replica was on the faulty server or down: none measured)"
 	}
 	t.Logf("%s for %.0fs: longest stall without a good answer:%s", what, to.Sub(from).Seconds(), line)
+	writes := ""
+	for _, n := range crewds {
+		if contains(excluded, n) {
+			continue
+		}
+		slowest, refused := cl.load.writeStalls(n, from, to)
+		writes += fmt.Sprintf(" %s slowest %.2fs, %d refused;", n, slowest.Seconds(), refused)
+		cl.worstWrite = max(cl.worstWrite, slowest)
+		cl.writesRefused += refused
+	}
+	if writes != "" {
+		t.Logf("%s: writes on healthy servers' replicas:%s", what, writes)
+	}
+	if cl.worstWrite > maxWrite || cl.writesRefused > 0 {
+		t.Errorf("%s: a replica attached to a healthy server took %.2fs to accept a job (at most %v), %d refused (none)", what, cl.worstWrite.Seconds(), maxWrite, cl.writesRefused)
+	}
 	if worst > maxStall {
 		t.Errorf("%s: a replica attached to a healthy server stalled %.1fs, more than %v", what, worst.Seconds(), maxStall)
 	}

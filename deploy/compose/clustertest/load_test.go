@@ -83,6 +83,34 @@ type load struct {
 	accepted  []accepted
 	refused   map[string]int // reason -> jobs
 	retried   int            // submissions that needed more than one replica
+	writes    []write        // every post to a replica, for the faults' write stalls
+}
+
+// write is one post of a job to a replica: when, how long its answer
+// took, and whether it was a 202.
+type write struct {
+	replica string
+	at      time.Time
+	took    time.Duration
+	ok      bool
+}
+
+// writeStalls are, for replica n's posts begun between from and to, the
+// slowest 202 and the posts not accepted.
+func (l *load) writeStalls(n string, from, to time.Time) (slowest time.Duration, refused int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.writes {
+		if w.replica != n || w.at.Before(from) || w.at.After(to) {
+			continue
+		}
+		if w.ok {
+			slowest = max(slowest, w.took)
+		} else {
+			refused++
+		}
+	}
+	return slowest, refused
 }
 
 // sleepSpec is job i of the steady load: a sleep of 20-50 ms.
@@ -188,6 +216,15 @@ const postTimeout = 3 * time.Second
 func (l *load) post(ctx context.Context, name string, body []byte) (id, why string) {
 	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
+	began := time.Now()
+	defer func() {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+			return // the load stopped, not the replica
+		}
+		l.mu.Lock()
+		l.writes = append(l.writes, write{replica: name, at: began, took: time.Since(began), ok: id != ""})
+		l.mu.Unlock()
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.reps.url(name, "/v1/jobs"), bytes.NewReader(body))
 	if err != nil {
 		return "", err.Error()

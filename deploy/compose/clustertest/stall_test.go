@@ -18,6 +18,11 @@ const pollEvery = 100 * time.Millisecond
 // without a good answer while another NATS server is killed or cut off.
 const maxStall = 5 * time.Second
 
+// maxWrite is the longest such a replica may take to accept a job, and
+// none may refuse one: a submit whose partition has no leader goes to
+// another within 500 ms (jsjobs.Partitioned).
+const maxWrite = time.Second
+
 type stalls struct {
 	mu  sync.Mutex
 	oks map[string][]time.Time // replica -> times it answered 200
