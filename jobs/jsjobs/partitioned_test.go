@@ -111,28 +111,10 @@ func TestPartitionedRunsEveryJobOnce(t *testing.T) {
 // job accepted runs once its partition has a leader again.
 func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
 	c := startProcessCluster(t)
-	nc, err := nats.Connect(c.urls[0]) // n1, which stays up
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, p := partitionedR3(t, c.urls[0]) // n1, which stays up
 	ctx := context.Background()
 	cfg := jsConfig()
 	cfg.Replicas = 3
-	var p *jsjobs.Partitioned
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if p, err = jsjobs.NewPartitioned(ctx, js, cfg, 3); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _ = p.Close() })
 	single := cfg
 	single.Stream, single.Bucket = "single", "single"
 	one, err := jsjobs.New(ctx, js, single)
@@ -371,28 +353,8 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 	for i := range 3 {
 		s.start(i)
 	}
-	nc, err := nats.Connect(s.urls[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, _, p := partitionedR3(t, s.urls[0])
 	ctx := context.Background()
-	cfg := jsConfig()
-	cfg.Replicas = 3
-	var p *jsjobs.Partitioned
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if p, err = jsjobs.NewPartitioned(ctx, js, cfg, 3); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _ = p.Close() })
 	leaders := func() map[string]int {
 		g, err := p.StoreGroups(ctx)
 		if err != nil {
@@ -428,4 +390,33 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 	if asked := p.BalanceOnce(ctx); asked != 0 {
 		t.Errorf("a round over spread leaders asked %d moves", asked)
 	}
+}
+
+// partitionedR3 connects to the cluster server at url and makes a store of
+// three partitions of three replicas there, trying again while the
+// cluster forms; both end with the test.
+func partitionedR3(t *testing.T, url string) (*nats.Conn, jetstream.JetStream, *jsjobs.Partitioned) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := jsConfig()
+	cfg.Replicas = 3
+	var p *jsjobs.Partitioned
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if p, err = jsjobs.NewPartitioned(context.Background(), js, cfg, 3); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return nc, js, p
 }

@@ -66,26 +66,9 @@ func (c *cluster) runner(t *testing.T, cfg jsjobs.Config) *jsjobs.Runner {
 // consume runs r's jobs on a pool of two workers until the test ends.
 func consume(t *testing.T, r *jsjobs.Runner, opts ...natsjs.Option) *natsjs.Source {
 	t.Helper()
-	pool, err := crew.New(crew.WithWorkers(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := natsjs.New(pool, r.Consumer(), r.TracedHandle(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- src.Run(context.Background()) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = src.Shutdown(ctx)
-		_ = pool.Shutdown(ctx, crew.Hard)
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+	return serveOn(t, 2, func(pool *crew.Pool) (*natsjs.Source, error) {
+		return natsjs.New(pool, r.Consumer(), r.TracedHandle(), opts...)
 	})
-	return src
 }
 
 // stopSource stops src pulling: a job submitted after it waits in the
