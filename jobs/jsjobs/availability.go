@@ -82,6 +82,15 @@ func (r *Runner) unavailable(err error) error {
 	return natsjs.Unavailable(err)
 }
 
+// streamReachable refuses a write at once while the connection is down,
+// whatever the store's health: a Partitioned's submit bounds its own wait.
+func (r *Runner) streamReachable() error {
+	if nc := r.js.Conn(); !nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
+	}
+	return nil
+}
+
 // connected refuses a write at once, rather than after the store's
 // timeout, while the connection is down or the store is known to be out
 // (storeHealth).

@@ -17,8 +17,12 @@ var (
 
 // Submit implements jobs.Runner: the job goes to the partitions in turn,
 // leaving one that does not answer within Failover, or fails for want of
-// its store, for the next (see Partitioned). A refusal of the job itself
-// (an *InvalidError, a queue that does not exist) is answered at once.
+// its store, for the next (see Partitioned). Each partition's stream is
+// tried whatever its store's health says: the health counts the bucket
+// too, which a submit does not write, and a server leading every bucket
+// cut off would otherwise refuse every submit at once. A refusal of the
+// job itself (an *InvalidError, a queue that does not exist) is answered
+// at once.
 func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
 	n := len(p.parts)
 	first := int(p.turn.Add(1) % uint64(n))
@@ -27,7 +31,7 @@ func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, 
 	for _, k := range order {
 		sctx, cancel := context.WithTimeout(ctx, p.Failover)
 		var rec jobs.Record
-		rec, err = p.parts[k].Submit(sctx, spec)
+		rec, err = p.parts[k].submit(sctx, spec, p.parts[k].streamReachable)
 		cancel()
 		switch {
 		case err == nil:

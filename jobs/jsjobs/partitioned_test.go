@@ -2,6 +2,8 @@ package jsjobs_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -419,4 +421,34 @@ func partitionedR3(t *testing.T, url string) (*nats.Conn, jetstream.JetStream, *
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	return nc, js, p
+}
+
+// TestPartitionedSubmitsWhileItsBucketsAreOut: every partition marked out
+// by its probes (their buckets' leaders cut off, say), a Runner's own
+// Submit refuses at once, but the Partitioned's tries each stream, which a
+// submit alone writes, and is accepted.
+func TestPartitionedSubmitsWhileItsBucketsAreOut(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	p, err := jsjobs.NewPartitioned(ctx, c.js, jsConfig(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	for _, r := range p.Partitions() {
+		for range 2 {
+			r.HandleProbe(fmt.Errorf("%w: records: the bucket's leader cut off", jobs.ErrUnavailable))
+		}
+		if _, err := r.Submit(ctx, jobstest.Factorial(3)); !errors.Is(err, jobs.ErrUnavailable) {
+			t.Fatalf("a partition marked out took a submit of its own: %v", err)
+		}
+	}
+	if _, err := p.StoreDown(); err == nil {
+		t.Fatal("every partition marked out, and the store not down")
+	}
+	for range 6 {
+		if _, err := p.Submit(ctx, jobstest.Factorial(3)); err != nil {
+			t.Fatalf("a submit to the partitioned store: %v", err)
+		}
+	}
 }

@@ -14,11 +14,20 @@ import (
 // id is the job's, so that a publish retried by the client library is
 // stored once.
 func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
+	return r.submit(ctx, spec, r.connected)
+}
+
+// submit is Submit with ready saying whether to try the store at all: a
+// Runner's own Submit refuses at once while its store is known to be out
+// (connected); a Partitioned's tries the stream whatever its bucket's
+// health says (streamReachable), within its Failover, since a submit
+// writes the stream alone.
+func (r *Runner) submit(ctx context.Context, spec jobs.Spec, ready func() error) (jobs.Record, error) {
 	job, err := r.kinds.Prepare(spec, r.defaultTimeout, r.maxTimeout)
 	if err != nil {
 		return jobs.Record{}, err
 	}
-	if err := r.connected(); err != nil {
+	if err := ready(); err != nil {
 		return jobs.Record{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
