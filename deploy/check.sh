@@ -338,8 +338,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=nats \
   -keyout "$tlsdir/tls.key" -out "$tlsdir/tls.crt" 2>/dev/null
 nats_test() {
-  sed "s#/etc/nats-tls/#$tlsdir/#g" "$1" >"$1.t"
-  POD_NAME=crewd-nats-0 CREWD_NATS_PASSWORD=check nats-server -t -c "$1.t"
+  local t="$WORK/nats-test-${1//\//_}" # in the work directory, never beside the file (compose's is in the tree)
+  sed "s#/etc/nats-tls/#$tlsdir/#g" "$1" >"$t"
+  POD_NAME=crewd-nats-0 CREWD_NATS_PASSWORD=check nats-server -t -c "$t"
 }
 nats_grace_check() { docs "$1" | jq -s -r -L "$DEPLOY/checks" -f "$DEPLOY/checks/nats.jq"; }
 # The five-server cluster is rendered here only, for its config.
