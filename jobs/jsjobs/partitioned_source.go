@@ -2,6 +2,7 @@ package jsjobs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/crew-go/crew"
@@ -27,7 +28,7 @@ func (p *Partitioned) QueueSource(ctx context.Context, q string, pool *crew.Pool
 
 func (p *Partitioned) source(ctx context.Context, q string, pool *crew.Pool, opts []natsjs.Option) (*natsjs.Source, error) {
 	if pool == nil {
-		return nil, natsjs.ErrInvalidOption
+		return nil, fmt.Errorf("%w: a Source needs a pool", natsjs.ErrInvalidOption)
 	}
 	groups := make([][]jetstream.Consumer, len(priorities))
 	byStream := make(map[string]*Runner, len(p.parts))

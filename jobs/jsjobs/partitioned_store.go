@@ -29,7 +29,6 @@ func (p *Partitioned) Replicas(ctx context.Context) ([]jobs.Replica, error) {
 		for _, rep := range reps {
 			have, ok := byName[rep.Name]
 			if !ok {
-				rep := rep
 				byName[rep.Name] = &rep
 				continue
 			}
