@@ -8,17 +8,20 @@
 # quick run of the job systems' benchmark (asynq on Redis, River on
 # PostgreSQL, crewd: 2,000 jobs each, under a minute),
 # crewd's container built, run and stopped, and the scale-out proof (three
-# crewd replicas on a three-node JetStream cluster in containers through a
-# crewd killed, the stream's leader cut off then killed, a scale-down and a
-# rolling restart, every accepted job done, stalls at most 5 s; about 2
+# crewd replicas on a three-node JetStream cluster in containers, three
+# partitions, through each NATS server cut off or killed in turn, a crewd
+# killed, a scale-down and a rolling restart, every accepted job done, the
+# healthy replicas' reads and writes within a second, a 1,000-step
+# fan-out/fan-in workflow run through the faults, its join once; about 5
 # minutes), both where a Docker engine answers, and deploy/check.sh (Helm,
 # kustomize, kube-score, promtool, and every object applied to a real
 # kube-apiserver with --dry-run=server; its tools are built once and
 # cached: about 10 minutes the first time), and the chart on a real
 # one-node Kubernetes (deploy/node/node-test.sh: the node built from
 # source, helm install, a job through the Service, pod delete, rollout,
-# scale, drain through the PDB and the NATS leader's pod deleted under a
-# steady load, helm test, and the kustomize prod overlay likewise; about 8 minutes
+# scale, drain through the PDB and the pod of the NATS server leading the
+# most partitions deleted under a steady load (reads and writes of the
+# other pods within a second), helm test, and the kustomize prod overlay likewise; about 8 minutes
 # warm, 9 more the first time; skipped with its reason where the machine
 # cannot run the node). The whole run: about 57 minutes on an empty machine
 # (an estimate: the last cold run plus kube-router's build and the node's

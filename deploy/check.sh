@@ -12,7 +12,9 @@
 #  4. terminationGracePeriodSeconds > crewd's shutdown timeout and delay in
 #     every rendered workload, and every port and target referenced by name
 #     resolves; every rendered nats.conf passes nats-server -t and its
-#     StatefulSet's grace period covers lame duck mode; bad manifests are
+#     StatefulSet's grace period covers lame duck mode; the chart's NATS
+#     grants and KEDA triggers for 1, 3 and 5 partitions
+#     (service/e2e/chart_test.go, run with this helm); bad manifests are
 #     rejected;
 #  5. kube-score on every render (ignored tests: deploy/README.md);
 #  6. every PromQL expression (dashboard, PrometheusRule, KEDA queries,
@@ -200,7 +202,9 @@ expect_failure "helm (values.schema.json): an HPA with minReplicas 0" 'autoscali
   helm template crewd "$CHART" --set autoscaling.minReplicas=0
 expect_failure "helm: ackWait under a second" 'crewd.nats.ackWait = "500ms": want at least 1s' \
   helm template crewd "$CHART" --set crewd.nats.ackWait=500ms
-pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, workers not a number, a tracing endpoint not a URL, an HPA from 0 (the last four by values.schema.json), a short ack wait: each refused with its message"
+expect_failure "helm (values.schema.json): 257 partitions" 'crewd/nats/partitions.: maximum: got 257, want 256' \
+  helm template crewd "$CHART" --set crewd.nats.partitions=257
+pass "chart guards: HPA+KEDA, ServiceMonitor+PodMonitor, KEDA-from-zero without JetStream, grace <= timeout, bad duration, delay >= timeout, a shared NATS without egress, KEDA's JetStream trigger on jobs in memory, on an existing NATS without its endpoint or on another consumer, the embedded NATS under an HPA, under KEDA or with 3 replicas, a shared store below 3 replicas (bundled, prod's existing NATS), more stream replicas than servers, a cluster of 2, a bad stream name, workers not a number, a tracing endpoint not a URL, an HPA from 0 (the last four by values.schema.json), a short ack wait, 257 partitions (values.schema.json): each refused with its message"
 
 # Every install the repo ships keeps the 202 promise: either crewd's jobs go
 # to a shared NATS with the stream and bucket created R3 (CREW_NATS_URL set,
@@ -372,6 +376,18 @@ out=$(nats_grace_check "$DEPLOY/testdata/bad-nats.yaml")
 ok "rejected: testdata/bad-nats.yaml, the stop check:"
 grep '^FAIL' <<<"$out" | sed 's/^/        /'
 pass "nats: $nconf rendered nats.conf (every render with the bundled cluster, and 5 servers) and compose's pass nats-server $(nats-server --version | awk '{print $2}') -t; $nsts StatefulSets have a preStop hook that starts lame duck mode and a grace period 10 s above lame_duck_duration; lame_duck_duration 20s (nats-server -t), a grace period of 30 s, a lame duck grace period not below the duration and a StatefulSet without the hook are rejected"
+
+step "4e. partitions: the chart's NATS grants and KEDA triggers for 1, 3 and 5 partitions (go test)"
+# service/e2e/chart_test.go renders the chart with this helm for
+# crewd.nats.partitions 1, 3, 5 and the default, and compares its nats.conf
+# with jsjobs.PartitionedPermissionsFor and its ScaledObject's
+# nats-jetstream triggers with every partition's stream x lane.
+out=$(cd "$REPO/service" && go test -count=1 -v -run '^TestChartGrantsPartitionedPermissionsFor$' ./e2e 2>&1) ||
+  { printf '%s\n' "$out" | sed 's/^/    /' >&2; die "partitions: service/e2e TestChartGrantsPartitionedPermissionsFor"; }
+grep -q -- '--- PASS: TestChartGrantsPartitionedPermissionsFor' <<<"$out" ||
+  { printf '%s\n' "$out" | sed 's/^/    /' >&2; die "partitions: TestChartGrantsPartitionedPermissionsFor did not run (skipped?)"; }
+ok "$(grep -- '--- PASS: TestChartGrantsPartitionedPermissionsFor' <<<"$out" | sed 's/^--- //')"
+pass "partitions: the chart run with 1, 3, 5 and the default 3 partitions sets CREW_JOB_PARTITIONS, grants crewd's NATS user exactly jsjobs.PartitionedPermissionsFor in order, and has partitions x 4 nats-jetstream triggers (every partition's stream x lane)"
 
 # ---------------------------------------------------------------------------
 step "5. kube-score"

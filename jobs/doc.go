@@ -15,6 +15,10 @@
 // alone, jobs.Declare[Resize](&kinds): its jobs are checked as a
 // registered kind's, and run by the workers that register the kind.
 //
+// A run reports how far it is with Progress(ctx, fraction, note); the
+// store keeps the latest report, at most once a second, in the job's
+// Record.Progress while it runs (ProgressWriter).
+//
 // This package holds what every store shares: Kinds, Register and Declare,
 // the Spec a job is submitted and travels as, the Record a client reads,
 // the job's States, its ids, idempotency keys, the errors a caller tells

@@ -10,6 +10,7 @@ type Info struct {
 	ID      string
 	Kind    string
 	Attempt int
+	After   []string // its parents (Spec.After), whose results ParentResult reads
 }
 
 type infoKey struct{}

@@ -80,6 +80,16 @@ type Spec struct {
 	// 2, 3 and 4, each about in submit order; 0 is DefaultPriority. Only the
 	// JetStream store keeps it (memjobs runs its jobs in submit order).
 	Priority int `json:"priority,omitempty"`
+	// After names the jobs this one waits for (at most MaxAfter, each
+	// known to the store when it is submitted): it is waiting, its own
+	// state, not backlog, until every one of them has ended, then queued.
+	// A parent that ends without success (failed, timed out, canceled, not
+	// run) cancels it, unless EvenOnFailure; its run reads its parents'
+	// results with ParentResult. Not with RunAt or Delay.
+	After []string `json:"after,omitempty"`
+	// EvenOnFailure runs a job with After once its parents have ended,
+	// whatever their ends.
+	EvenOnFailure bool `json:"even_on_failure,omitempty"`
 	// Submitter names who submitted the job, as the submitting program
 	// knows them (crewd: the name of the API token that did); "" for no
 	// one named. It travels beside the job, not in it: it is no part of
@@ -104,6 +114,8 @@ type Record struct {
 	Created time.Time       `json:"created"`
 	// RunAt is when a scheduled job is due.
 	RunAt time.Time `json:"run_at,omitzero"`
+	// After are the jobs a job waits for, its parents (Spec.After).
+	After []string `json:"after,omitempty"`
 	// CanceledWhile is the state a canceled job was in when its cancel was
 	// recorded.
 	CanceledWhile State `json:"canceled_while,omitempty"`
@@ -123,6 +135,10 @@ type Record struct {
 	Deliveries int `json:"deliveries,omitempty"`
 	// NextRun is when a retrying job runs again.
 	NextRun time.Time `json:"next_run,omitzero"`
+	// Progress is the latest progress its run reported (Progress), while
+	// the job runs: nil before the first report is written, once the run
+	// has ended, and for a store that keeps no progress.
+	Progress *ProgressReport `json:"progress,omitempty"`
 	// Errors are the errors of the latest failed runs, oldest first, at
 	// most MaxErrors of them.
 	Errors []AttemptError `json:"errors,omitempty"`
@@ -141,7 +157,8 @@ type Record struct {
 }
 
 // State is a job's state. A job submitted with a RunAt is scheduled until
-// it is due; a job is queued until a run starts, running
+// it is due, one with After waiting until its parents have ended; a job
+// is queued until a run starts, running
 // while one does, retrying between a failed run and the next (at
 // Record.NextRun), and ends in one of the terminal states. A store may
 // read a job running from the moment a worker process takes it, before
@@ -150,6 +167,7 @@ type State string
 
 const (
 	Scheduled State = "scheduled" // due at Record.RunAt, not yet waiting to run
+	Waiting   State = "waiting"   // for its parents (Spec.After) to end
 	Queued    State = "queued"
 	Running   State = "running"
 	Retrying  State = "retrying" // a run failed or timed out; the next is due at NextRun
@@ -162,7 +180,7 @@ const (
 
 // Terminal reports whether s is final.
 func (s State) Terminal() bool {
-	return s != Scheduled && s != Queued && s != Running && s != Retrying
+	return s != Scheduled && s != Waiting && s != Queued && s != Running && s != Retrying
 }
 
 // AttemptError is how one run failed.

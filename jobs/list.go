@@ -71,7 +71,7 @@ type Page struct {
 type Counts map[State]int
 
 // States are the states a job can be in, in the order of its life.
-var States = []State{Scheduled, Queued, Running, Retrying, Succeeded, Failed, TimedOut, Canceled, NotRun}
+var States = []State{Scheduled, Waiting, Queued, Running, Retrying, Succeeded, Failed, TimedOut, Canceled, NotRun}
 
 // Known reports whether s is one of States.
 func (s State) Known() bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,6 +61,7 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer, ranks []int) error {
 		return nil
 	}
 	own := false
+	idle := max(s.o.pullExpiry, idleWatch)
 	for _, c := range lanes {
 		info := c.CachedInfo()
 		switch {
@@ -74,14 +76,52 @@ func (s *Source) checkLanes(lanes []jetstream.Consumer, ranks []int) error {
 		if b := info.Config.MaxRequestBatch; b > 0 && (s.maxBatch == 0 || b < s.maxBatch) {
 			s.maxBatch = b
 		}
+		if e := info.Config.MaxRequestExpires; e > 0 && e < idle {
+			idle = e // the server refuses a longer pull
+		}
 	}
 	if !own {
 		return fmt.Errorf("%w: WithLanes: the lanes do not hold the Source's consumer %q", ErrInvalidOption, s.consumer)
 	}
-	s.lanes, s.ranks = lanes, ranks
+	s.lanes, s.ranks, s.idleWatch = lanes, ranks, idle
 	s.watched = make([]bool, len(lanes))
+	s.grouped = make([]bool, len(lanes))
+	for i := range lanes {
+		s.grouped[i] = i > 0 && ranks[i-1] == ranks[i] || i+1 < len(lanes) && ranks[i+1] == ranks[i]
+	}
 	return nil
 }
+
+// maxWatch bounds what a watch of a lane of a group of several asks for.
+// Such a lane holds a share of its rank's messages (a partition's), so
+// under a light load it is found drained at most sweeps and watched
+// between them: a watch of one message a time costs a pull, a sweep's
+// no-wait pull and its answer a message. A watch of one of them asks for
+// one message beyond the credit, as any watch, plus a share of the credit
+// its sweep left unused, up to maxWatch in all, and takes the messages as
+// they come: a pull a few messages. The cost is to priorities: a watch's
+// reserved messages are taken when they come, so with the credit running
+// out at that moment, up to maxWatch-1 of them a watched lane of a group
+// may start before a message of an earlier rank that waits.
+const maxWatch = 4
+
+// watchGather is the longest a watch for more than one message waits (the
+// server ends it a tenth sooner).
+const watchGather = time.Second
+
+// A watch of one message (an idle lane's) waits on the server up to
+// idleWatch, the server's heartbeat every idleWatchBeat saying it still
+// holds it: a pull lost with a server is found within two beats. Why not
+// a pull's expiry: in a cluster, the server copies each waiting pull
+// through the consumer's raft group as it comes and as it goes, and a
+// filtered consumer's look for its next message writes one more entry
+// there (the messages it stepped over), so each renewal of an idle lane's
+// watch costs three replicated writes, times every lane of every process.
+// The heartbeat is sent without the raft group.
+const (
+	idleWatch     = 30 * time.Second
+	idleWatchBeat = 2 * time.Second
+)
 
 // pullLanes is pull's decision for lanes (rule 5), with s.mu held: credit
 // counts the watches' messages as not asked for. It sweeps the lanes no
@@ -132,8 +172,24 @@ func (s *Source) sweep(n int) {
 	s.backlog = got == n
 	s.sweeps--
 	if err == nil {
+		// The credit the sweep left unused, shared by the watches of
+		// drained lanes of groups (maxWatch).
+		grouped := 0
 		for _, i := range drained {
-			s.watchLane(i)
+			if s.grouped[i] {
+				grouped++
+			}
+		}
+		share := 0
+		if grouped > 0 {
+			share = min(maxWatch-1, (n-got)/grouped)
+		}
+		for _, i := range drained {
+			if s.grouped[i] {
+				s.watchLane(i, share)
+			} else {
+				s.watchLane(i, 0)
+			}
 		}
 	}
 	s.fetched(got, err)
@@ -164,33 +220,44 @@ func (s *Source) turns() []int {
 }
 
 // watchLane sends lane i, unless it has one or the Source stops, a pull
-// of one message that waits on the server: a lane found empty is not
-// asked again at every sweep. Called with s.mu held.
-func (s *Source) watchLane(i int) {
+// that waits on the server for one message beyond the credit and extra
+// more within it (maxWatch): a lane found empty is not asked again at
+// every sweep. Called with s.mu held.
+func (s *Source) watchLane(i, extra int) {
 	if s.watched[i] || s.stopping {
 		return
 	}
 	s.watched[i] = true
 	s.watching++
-	s.requested++
+	s.requested += 1 + extra
 	s.fetches++
-	go s.watch(i, s.lanes[i])
+	go s.watch(i, s.lanes[i], 1+extra)
 }
 
-// watch waits on the server for one message of lane i: it is taken at
-// once, and the lane swept again; none within the pull's wait, the lane is
-// watched again, still empty.
-func (s *Source) watch(i int, c jetstream.Consumer) {
-	ctx, cancel := context.WithTimeout(s.fetchCtx, s.o.pullExpiry)
+// watch waits on the server for up to n messages of lane i, each taken as
+// it comes, and the lane swept again once the watch ends with any; none
+// within the pull's wait, the lane is watched again, still empty, for one.
+// A watch for more than one waits at most watchGather: the credit it
+// holds is back within that (maxWatch). A watch for one waits
+// s.idleWatch, with heartbeats (idleWatch).
+func (s *Source) watch(i int, c jetstream.Consumer, n int) {
+	parent, wait, opts := s.idleCtx, s.idleWatch, []jetstream.FetchOpt(nil)
+	if n > 1 {
+		parent, wait = s.fetchCtx, min(s.o.pullExpiry, watchGather)
+	}
+	if wait >= 2*idleWatchBeat+time.Second {
+		opts = append(opts, jetstream.FetchHeartbeat(idleWatchBeat))
+	}
+	ctx, cancel := context.WithTimeout(parent, wait)
 	defer cancel()
-	got, err := s.take(c, 1, ctx)
+	got, err := s.take(c, n, ctx, opts...)
 	s.mu.Lock()
-	s.requested -= 1 - got
+	s.requested -= n - got
 	s.watching--
 	s.watched[i] = false
 	s.fetched(got, err)
 	if got == 0 && isExpiry(err) {
-		s.watchLane(i)
+		s.watchLane(i, 0)
 	}
 	s.mu.Unlock()
 	s.signal()

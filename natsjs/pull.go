@@ -38,7 +38,10 @@ import (
 //     every held message to be settled: it never returns with work still
 //     in flight. Each pull waits on the server for at most the pull expiry,
 //     which bounds how long a pull lost in a server restart goes
-//     unnoticed; a stop waits for it at most maxPullWait, then cancels it.
+//     unnoticed, and an idle lane's watch (rule 5) the server's heartbeat
+//     likewise; a stop waits for it at most maxPullWait, then cancels it
+//     (an idle lane's watch, which waits longer, is cancelled at once: a
+//     message the server sends it in that instant waits out AckWait).
 //  4. Errors. A pull that fails waits a moment before the next; a closed
 //     connection stops the Source with its error.
 //  5. Priorities (WithLanes: lanes.go). A Source over several consumers
@@ -48,11 +51,18 @@ import (
 //     any waiting in the ones after it, once the messages already held
 //     (or asked for by a sweep in flight) have started.
 //     A consumer a sweep found drained gets a pull of one message waiting
-//     on the server (a watch), sent again each time it runs out empty, and
+//     on the server (a watch, for idleWatch with heartbeats: lanes.go),
+//     sent again each time it runs out empty, and
 //     no sweep asks it while it waits: under load a sweep asks only the
 //     consumers that have messages, and an idle Source keeps one watch a
 //     consumer. A watch's message is taken beyond the credit, so a Source
-//     holds at most one message a consumer more than rule 1 says.
+//     holds at most one message a consumer more than rule 1 says. A watch
+//     of a consumer that shares its rank with others (WithLaneGroups)
+//     asks, besides, for up to maxWatch-1 more within the credit its sweep
+//     left unused, for at most watchGather (lanes.go): such a consumer holds
+//     a share of its rank's messages, and would otherwise cost a watch a
+//     message under a light load; up to that many of its messages may start
+//     before a message of an earlier rank that came meanwhile.
 
 // maxPullWait bounds how long a stop lets a pull run out before it
 // cancels it (rule 3): the default pull expiry.
@@ -143,11 +153,11 @@ func (s *Source) fetch(n int) {
 // take pulls up to n messages from c and receives them: with ctx, a pull
 // that waits on the server until ctx ends; without, one that takes only
 // what waits now (no-wait).
-func (s *Source) take(c jetstream.Consumer, n int, ctx context.Context) (int, error) {
+func (s *Source) take(c jetstream.Consumer, n int, ctx context.Context, opts ...jetstream.FetchOpt) (int, error) {
 	var batch jetstream.MessageBatch
 	var err error
 	if ctx != nil {
-		batch, err = c.Fetch(n, jetstream.FetchContext(ctx))
+		batch, err = c.Fetch(n, append(opts, jetstream.FetchContext(ctx))...)
 	} else {
 		batch, err = c.FetchNoWait(n)
 	}

@@ -63,8 +63,11 @@ type Source struct {
 	gaveUp    atomic.Bool // a Shutdown's context ended before the stop did
 	c         counters
 
+	idleWatch   time.Duration   // how long an idle lane's watch waits (lanes.go)
 	fetchCtx    context.Context // ends the pulls in flight when Run returns
 	cancelFetch context.CancelFunc
+	idleCtx     context.Context // ends the idle lanes' watches at the stop
+	cancelIdle  context.CancelFunc
 	pullsEnded  chan struct{} // closed once stopping with no pull in flight
 	endPulls    sync.Once
 
@@ -89,6 +92,7 @@ type Source struct {
 	lanes    []jetstream.Consumer
 	ranks    []int  // of each lane, in order; lanes of one rank take turns
 	turn     int    // the sweeps made: whose turn it is in each rank (lanes.go)
+	grouped  []bool // a lane shares its rank with others (WithLaneGroups): its watches ask for more (maxWatch)
 	watched  []bool // a lane has a watch waiting on the server: found empty
 	watching int    // watches in flight, each asking one message
 	sweeps   int    // sweeps in flight
@@ -159,6 +163,7 @@ func New(pool *crew.Pool, consumer jetstream.Consumer, h Handler, opts ...Option
 	// heartbeat fraction near 0.9 lets the lease lapse before its renewal.
 	s.tickEvery = min(100*time.Millisecond, max(time.Millisecond, min(s.renewAfter, s.ackWait-s.renewAfter)/4))
 	s.fetchCtx, s.cancelFetch = context.WithCancel(context.Background())
+	s.idleCtx, s.cancelIdle = context.WithCancel(s.fetchCtx)
 	if o.journal != "" {
 		if o.conn == nil {
 			return nil, fmt.Errorf("%w: WithJournal needs WithConn, to hand back what a killed Source held", ErrInvalidOption)
@@ -288,6 +293,7 @@ func (s *Source) beginStop() {
 	}
 	ended := s.fetches == 0
 	s.mu.Unlock()
+	s.cancelIdle() // rule 3: nothing comes to them sooner for waiting
 	if ended {
 		s.endPulls.Do(func() { close(s.pullsEnded) })
 	} else {

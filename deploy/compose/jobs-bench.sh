@@ -16,23 +16,44 @@
 # -ref REV compares this tree's crewd with REV's, side by side: REV's
 # image is built from a git worktree (with REV's own build script), and
 # each round runs REV's, then this tree's, each on a fresh cluster after a
-# warm-up of -warmup jobs (default 1000 with -ref, else 0), both loaded by
-# this tree's crewload; every line of a round names its build.
-# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3] [-warmup N] [-ref REV]
+# warm-up of -warmup jobs (default 1000 with -ref or more than one
+# -partitions, else 0), both loaded by this tree's crewload; every line of
+# a round names its build. -partitions "1 3" likewise compares stores of
+# one and three partitions (CREW_JOB_PARTITIONS; default 3, compose's),
+# and adds how evenly the three nats-servers' CPU was spent (the busiest
+# over the idlest).
+# -nats-cpus X limits each nats-server's container to X cores (docker
+# update --cpus), as if each server had a machine of its own rather than a
+# share of this one's: a store's one leader is then bounded by its
+# server's cores, as it is in production.
+# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3] [-warmup N] [-ref REV] [-partitions "1 3"] [-nats-cpus X]
 set -euo pipefail
 cd "$(dirname "$0")"
-requests=3000 rounds=3 warmup= ref=
+requests=3000 rounds=3 warmup= ref= partitions=3 natscpus=
 while [ $# -gt 0 ]; do
   case "$1" in
     -requests) requests=$2; shift 2 ;;
     -rounds) rounds=$2; shift 2 ;;
     -warmup) warmup=$2; shift 2 ;;
     -ref) ref=$2; shift 2 ;;
-    *) echo "usage: $0 [-requests N] [-rounds N] [-warmup N] [-ref REV]" >&2; exit 2 ;;
+    -partitions) partitions=$2; shift 2 ;;
+    -nats-cpus) natscpus=$2; shift 2 ;;
+    *) echo "usage: $0 [-requests N] [-rounds N] [-warmup N] [-ref REV] [-partitions \"1 3\"] [-nats-cpus X]" >&2; exit 2 ;;
   esac
 done
+read -r -a parts <<<"$partitions"
+for n in "${parts[@]}"; do
+  case "$n" in
+    [1-9] | [1-9][0-9]) ;;
+    *) echo "jobs-bench: -partitions \"$partitions\": want numbers of partitions from 1 to 99" >&2; exit 2 ;;
+  esac
+done
+case "$natscpus" in
+  '' | [0-9] | [0-9].[0-9] | [0-9].[0-9][0-9]) ;;
+  *) echo "jobs-bench: -nats-cpus \"$natscpus\": want cores, such as 0.5" >&2; exit 2 ;;
+esac
 if [ -z "$warmup" ]; then
-  if [ -n "$ref" ]; then warmup=1000; else warmup=0; fi
+  if [ -n "$ref" ] || [ "${#parts[@]}" -gt 1 ]; then warmup=1000; else warmup=0; fi
 fi
 dc=(docker compose)
 "${dc[@]}" version >/dev/null 2>&1 || dc=(docker-compose)
@@ -61,11 +82,16 @@ for v in CREWD1_PORT CREWD2_PORT CREWD3_PORT CREWD1_ADMIN_PORT CREWD2_ADMIN_PORT
   NATS1_CLIENT_PORT NATS2_CLIENT_PORT NATS3_CLIENT_PORT NATS1_MONITOR_PORT NATS2_MONITOR_PORT NATS3_MONITOR_PORT OTELCOL_PORT; do
   export "$v="
 done
-# up starts the cluster with crewd image $1 and waits for the three
-# replicas: url is crewd1's, monitor nats1's.
+# up starts the cluster with crewd image $1 and $2 partitions and waits
+# for the three replicas: url is crewd1's, monitor nats1's.
 up() {
-  export CREWD_IMAGE=$1
+  export CREWD_IMAGE=$1 CREW_JOB_PARTITIONS=$2
   "${dc[@]}" -p "$project" up -d >/dev/null 2>&1
+  if [ -n "$natscpus" ]; then
+    for s in nats1 nats2 nats3; do
+      docker update --cpus "$natscpus" "$("${dc[@]}" -p "$project" ps -q "$s")" >/dev/null
+    done
+  fi
   url=
   for s in crewd1 crewd2 crewd3; do
     for _ in $(seq 240); do
@@ -78,26 +104,44 @@ up() {
     [ "$s" = crewd1 ] && url="http://$a"
   done
   monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
+  monitors=()
+  for s in nats1 nats2 nats3; do
+    monitors+=("$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 8222/tcp | head -1)")
+  done
   if [ "$warmup" -gt 0 ]; then
     "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$warmup" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 >/dev/null
   fi
 }
-# The replicated writes a job, from nats1's monitor: the messages the jobs'
-# stream and the records' bucket stored and the acks the consumer took
-# (its ack floor), before and after each round, divided by the jobs.
+# The replicated writes a job, from nats1's monitor: the messages every
+# partition's jobs stream and records' bucket stored and the acks their
+# consumers took (their ack floors), before and after each round, divided
+# by the jobs.
 counters() {
   curl -fs "http://$monitor/jsz?accounts=true&streams=true&consumers=true" | python3 -c '
-import json, sys
+import json, re, sys
 d = json.load(sys.stdin)
 msgs = acks = 0
 for a in d.get("account_details", []):
     for s in a.get("stream_detail", []):
-        if s["name"] in ("jobs", "KV_jobs"):
+        if re.fullmatch(r"(KV_)?jobs(-[0-9]+)?", s["name"]):
             msgs += s["state"]["last_seq"]
         for c in s.get("consumer_detail") or []:
             if c["name"] == "crewd":
                 acks += c["ack_floor"]["consumer_seq"]
 print(msgs, acks)'
+}
+# The messages crewd's connections have sent the servers so far
+# (publishes, acks, pulls, API requests: /connz's in_msgs of every
+# connection named crewd, on the three servers).
+crewd_msgs() {
+  python3 - "${monitors[@]}" <<'PY'
+import json, sys, urllib.request
+n = 0
+for m in sys.argv[1:]:
+    with urllib.request.urlopen(f"http://{m}/connz?limit=1024") as r:
+        n += sum(c.get("in_msgs", 0) for c in json.load(r).get("connections") or [] if c.get("name") == "crewd")
+print(n)
+PY
 }
 # Each container's CPU time so far, in ns, from its cgroup (v1 or v2):
 # "name ns" lines; none where the host does not show them.
@@ -119,13 +163,16 @@ measure() {
   round=$1 label=$2
   echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
+  read -r q0 < <(crewd_msgs)
   cpu_times >"$tmp/cpu0"
   "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 |
     awk -v p="${label:+$label: }" '{print p $0}'
   sleep 1 # the last acks reach the monitor
   read -r m1 a1 < <(counters)
+  read -r q1 < <(crewd_msgs)
   cpu_times >"$tmp/cpu1"
   python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'${label:+$label: }writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
+  python3 -c "q, n = $((q1 - q0)), $requests; print(f'${label:+$label: }to nats    {q / n:.2f} messages a job from crewd (publishes, acks, pulls, API requests): {q}')"
   python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" "${label:+$label: }" <<'PY'
 import sys
 before = dict(l.split() for l in open(sys.argv[1]) if l.strip())
@@ -135,17 +182,24 @@ parts = [(s, (int(after[s]) - int(before[s])) / 1e9) for s in after if s in befo
 if parts:
     total = sum(c for _, c in parts)
     print(f"{sys.argv[4]}cpu        {total:.1f} s in all, {total / n * 1e3:.2f} ms a job: " + ", ".join(f"{s} {c:.1f} s" for s, c in parts))
+    nats = [c for s, c in parts if s.startswith("nats")]
+    if len(nats) == 3 and min(nats) > 0:
+        print(f"{sys.argv[4]}nats cpu   the busiest server {max(nats) / min(nats):.2f}x the idlest")
 PY
 }
-if [ -z "$ref" ]; then
-  up crewd:jobsbench
+if [ -z "$ref" ] && [ "${#parts[@]}" -eq 1 ]; then
+  up crewd:jobsbench "${parts[0]}"
   for round in $(seq "$rounds"); do measure "$round" ""; done
   exit 0
 fi
 for round in $(seq "$rounds"); do
   for i in "${!labels[@]}"; do
-    up "${images[$i]}"
-    measure "$round" "${labels[$i]}"
-    "${dc[@]}" -p "$project" down -v -t 5 >/dev/null 2>&1
+    for n in "${parts[@]}"; do
+      up "${images[$i]}" "$n"
+      label=${labels[$i]}
+      [ "${#parts[@]}" -gt 1 ] && label="$label, $n partitions"
+      measure "$round" "$label"
+      "${dc[@]}" -p "$project" down -v -t 5 >/dev/null 2>&1
+    done
   done
 done

@@ -1,15 +1,19 @@
 // Package node proves the chart on a real Kubernetes node (node.sh's):
 // TestNode installs deploy/helm/crewd with its bundled three-server NATS
-// cluster, requires every pod Ready, the jobs stream and the record bucket
-// at R3 with their followers current, and a job posted through the crewd
-// Service to run; then, under a steady load of jobs through the Service, it
-// brings the faults a cluster brings one after the other: a crewd pod
-// deleted, a rollout restart, a scale 3 -> 1 -> 3, a drain of the node's
-// crewd pods through the PodDisruptionBudget (eviction API), and the pod
-// of the jobs stream's leader deleted. Every job answered 202 must end
-// succeeded, and no crewd replica the fault did not touch may go more than
-// 5 s without answering a read. A deleted crewd pod must exit 0 and be
-// gone at least 3 s before its grace period ends, also when its jobs
+// cluster, requires every pod Ready, every partition's jobs stream and
+// records' bucket at R3 with their followers current, and a job posted
+// through the crewd Service to run; then, under a steady load of jobs
+// through the Service, it brings the faults a cluster brings one after the
+// other: a crewd pod deleted, a rollout restart, a scale 3 -> 1 -> 3, a
+// drain of the node's crewd pods through the PodDisruptionBudget (eviction
+// API), and the pod of the NATS server leading the most partitions'
+// groups deleted. Every job answered 202 must end succeeded, and no crewd
+// replica the fault did not touch (read and posted jobs by its pod's
+// address) may go more than 5 s without answering a read or refuse a job;
+// through the NATS pod's deletion, not more than a second without
+// answering a read or accepting a job. A deleted crewd pod's crewd must
+// exit 0 at least 3 s before its grace period ends (when the kubelet
+// would SIGKILL it; as the kubelet reports the exit), also when its jobs
 // outlast its shutdown timeout and its traces' final flush waits on a
 // collector that never answers (the test runs one). Before the faults it
 // proves the chart's NetworkPolicies enforced (node.sh runs kube-router's

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -125,7 +126,7 @@ func waitPods(ctx context.Context, t *testing.T, ns, selector string, n int, wit
 }
 
 // names is a map's keys, sorted.
-func names(m map[string]string) []string {
+func names[V any](m map[string]V) []string {
 	var s []string
 	for k := range m {
 		s = append(s, k)
@@ -222,22 +223,30 @@ func streams(ctx context.Context, client *http.Client, servers map[string]string
 	return out, nil
 }
 
-// waitStreams waits until the jobs stream and the records' bucket (KV_jobs)
-// have three replicas, a leader and every follower current, and returns
-// the jobs stream's leader.
-func waitStreams(ctx context.Context, t *testing.T, client *http.Client, servers func() map[string]string, within time.Duration) string {
+// waitStreams waits until every group of the job store (each
+// partition's stream and records' bucket: jobs, KV_jobs, jobs-1, ...) has
+// three replicas, a leader and every follower current, and returns the
+// groups' leaders by stream.
+func waitStreams(ctx context.Context, t *testing.T, client *http.Client, servers func() map[string]string, within time.Duration) map[string]string {
 	t.Helper()
-	var leader string
-	waitFor(ctx, t, within, "the jobs stream and KV_jobs R3, every follower current", func() (bool, string) {
+	var leaders map[string]string
+	waitFor(ctx, t, within, "the job store's streams R3, every follower current", func() (bool, string) {
 		ss, err := streams(ctx, client, servers())
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, n := range []string{"jobs", "KV_jobs"} {
-			s, ok := ss[n]
+		if _, ok := ss["jobs"]; !ok {
+			return false, "no leader reports stream jobs"
+		}
+		if _, ok := ss["KV_jobs"]; !ok {
+			return false, "no leader reports stream KV_jobs"
+		}
+		leaders = map[string]string{}
+		for n, s := range ss {
+			if !storeGroup.MatchString(n) {
+				continue
+			}
 			switch {
-			case !ok:
-				return false, "no leader reports stream " + n
 			case s.Config.Replicas != 3:
 				return false, fmt.Sprintf("stream %s has %d replicas", n, s.Config.Replicas)
 			case len(s.Cluster.Replicas) != 2:
@@ -248,11 +257,31 @@ func waitStreams(ctx context.Context, t *testing.T, client *http.Client, servers
 					return false, fmt.Sprintf("stream %s: follower %s not current", n, r.Name)
 				}
 			}
+			leaders[n] = s.Cluster.Leader
 		}
-		leader = ss["jobs"].Cluster.Leader
 		return true, ""
 	})
-	return leader
+	return leaders
+}
+
+// storeGroup matches the streams of the job store's partitions.
+var storeGroup = regexp.MustCompile(`^(KV_)?jobs(-[0-9]+)?$`)
+
+// busiest is the server leading the most of the store's groups, and
+// those groups.
+func busiest(leaders map[string]string) (string, []string) {
+	by := map[string][]string{}
+	for g, l := range leaders {
+		by[l] = append(by[l], g)
+	}
+	var best string
+	for _, l := range names(by) {
+		if len(by[l]) > len(by[best]) {
+			best = l
+		}
+	}
+	slices.Sort(by[best])
+	return best, by[best]
 }
 
 // clientIPs is the addresses of the clients named name connected to the

@@ -240,13 +240,26 @@ const pollEvery = 100 * time.Millisecond
 const maxStall = 5 * time.Second
 
 type stalls struct {
-	mu  sync.Mutex
-	oks map[string][]time.Time // pod -> when it answered 200
+	mu     sync.Mutex
+	oks    map[string][]time.Time // pod -> when it answered 200
+	posted map[string][]post      // pod -> the jobs posted to it
 }
 
-// watch polls every replica (pod name -> IP) until ctx ends.
+// post is one job posted to a pod: when, how long its answer took, and
+// whether it was a 202.
+type post struct {
+	at   time.Time
+	took time.Duration
+	ok   bool
+}
+
+// writeEvery is how often watch posts a job to each replica.
+const writeEvery = 250 * time.Millisecond
+
+// watch polls every replica (pod name -> IP) until ctx ends: a read of
+// job id every pollEvery, and a job of 1 ms posted every writeEvery.
 func watch(ctx context.Context, client *http.Client, replicas map[string]string, id string) (*stalls, *sync.WaitGroup) {
-	s := &stalls{oks: map[string][]time.Time{}}
+	s := &stalls{oks: map[string][]time.Time{}, posted: map[string][]post{}}
 	var wg sync.WaitGroup
 	for name, ip := range replicas {
 		wg.Go(func() {
@@ -268,8 +281,46 @@ func watch(ctx context.Context, client *http.Client, replicas map[string]string,
 				}
 			}
 		})
+		wg.Go(func() {
+			l := &load{client: client, url: "http://" + ip + ":8080"}
+			t := time.NewTicker(writeEvery)
+			defer t.Stop()
+			for {
+				began := time.Now()
+				id, _ := l.post(ctx, []byte(`{"kind":"sleep","duration":"1ms"}`))
+				if ctx.Err() != nil {
+					return
+				}
+				s.mu.Lock()
+				s.posted[name] = append(s.posted[name], post{began, time.Since(began), id != ""})
+				s.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
 	}
 	return s, &wg
+}
+
+// writes are the slowest job pod accepted of those posted to it in
+// [from, to], and how many it did not accept.
+func (s *stalls) writes(pod string, from, to time.Time) (slowest time.Duration, refused int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.posted[pod] {
+		if p.at.Before(from) || p.at.After(to) {
+			continue
+		}
+		if p.ok {
+			slowest = max(slowest, p.took)
+		} else {
+			refused++
+		}
+	}
+	return slowest, refused
 }
 
 // longest is the longest time pod went without a good answer in

@@ -74,8 +74,8 @@ func Runs(id string) int {
 	return int(c.Load())
 }
 
-// Kinds is the set of the kinds the tests submit: sleep, factorial and
-// flaky.
+// Kinds is the set of the kinds the tests submit: sleep, factorial,
+// flaky, progress, sum, tally and workflow.
 func Kinds() *jobs.Kinds {
 	var ks jobs.Kinds
 	if err := jobs.Register(&ks, func(ctx context.Context, a SleepArgs) (any, error) {
@@ -120,6 +120,18 @@ func Kinds() *jobs.Kinds {
 		}
 		return f, nil
 	}); err != nil {
+		panic(err)
+	}
+	if err := jobs.Register(&ks, runProgress); err != nil {
+		panic(err)
+	}
+	if err := jobs.Register(&ks, runSum); err != nil {
+		panic(err)
+	}
+	if err := jobs.Register(&ks, runTally); err != nil {
+		panic(err)
+	}
+	if err := jobs.RegisterWorkflow(&ks); err != nil {
 		panic(err)
 	}
 	return &ks

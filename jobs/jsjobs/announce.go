@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"strconv"
@@ -64,6 +65,9 @@ func (a *announcer) once(ctx context.Context) {
 	msg := nats.NewMsg(a.subject)
 	msg.Data = data
 	_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgTTL(replicaTTL()))
+	if errors.Is(err, context.Canceled) {
+		return // closing: no announcement to make
+	}
 	if err != nil && !a.failing && a.log != nil {
 		a.log.Warn("could not say what this process runs (the UI's replicas): trying again", "replica", a.name, "error", err)
 	}

@@ -58,6 +58,21 @@ func (r *Runner) Retry(ctx context.Context, id string) (jobs.Record, error) {
 		case rec.Spec == nil:
 			return rec, jobs.ErrNoSpec
 		}
+		if len(rec.After) > 0 {
+			// A job with parents waits for them again (deps.go): retried
+			// after its failed parent, it runs once that one has ended.
+			again := queuedAgain(rec)
+			again.State = jobs.Waiting
+			if _, err := r.store.swap(ctx, again, rev); errors.Is(err, errChanged) {
+				find = r.store.findAfter(rev)
+				continue
+			} else if err != nil {
+				return jobs.Record{}, err
+			}
+			r.deps.follow()
+			r.retriedBy(id, rec.State, rev, again.Retries)
+			return again, nil
+		}
 		spec := *rec.Spec
 		spec.RunAt = time.Time{}       // now
 		spec.Submitter = rec.Submitter // its first submitter's still

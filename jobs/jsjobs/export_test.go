@@ -214,3 +214,24 @@ func PartitionOf(id string) int { return partitionOf(id) }
 // BalanceOnce asks each of p's groups led elsewhere than its target to
 // step down to it, and returns how many it asked.
 func (p *Partitioned) BalanceOnce(ctx context.Context) int { return p.balanceOnce(ctx) }
+
+// LaneStepDowns are the subjects that ask p's default lanes' leaders to
+// step down.
+func (p *Partitioned) LaneStepDowns() []string {
+	var out []string
+	for _, r := range p.parts {
+		out = append(out, "$JS.API.CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+r.store.cons.CachedInfo().Name)
+	}
+	return out
+}
+
+// LaneLeaders counts the servers leading p's default lanes.
+func (p *Partitioned) LaneLeaders(ctx context.Context) map[string]int {
+	n := map[string]int{}
+	for _, r := range p.parts {
+		if g, err := r.laneGroup(ctx); err == nil {
+			n[g.Leader]++
+		}
+	}
+	return n
+}

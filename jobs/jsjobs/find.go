@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
@@ -41,7 +42,7 @@ func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, s
 		return rec, 0, seq, err
 	}
 	// Not scheduled (any more): in the stream, or past it.
-	rec, seq, err = r.message(ctx, id, r.jobs.GetLastMsgForSubject)
+	rec, seq, err = r.message(ctx, id, r.anyReplica)
 	if !errors.Is(err, jobs.ErrNotFound) {
 		return rec, 0, seq, err
 	}
@@ -52,9 +53,36 @@ func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, s
 	}
 	// Found nowhere by the reads any replica answers (direct gets): a
 	// replica behind its leader may not hold yet what another process has
-	// just stored (a job accepted a moment ago). Before not found, the
-	// leaders are asked, in the same order.
+	// just stored (a job accepted a moment ago). It catches up within
+	// milliseconds, and a leader may be the server cut off: the replicas
+	// are asked once more, a moment later, before the leaders are, in the
+	// same order.
+	if err := sleepCtx(ctx, replicaLag); err != nil {
+		return jobs.Record{}, 0, 0, storeError(err)
+	}
+	if rec, seq, err = r.message(ctx, id, r.anyReplica); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, 0, seq, err
+	}
+	if rec, rev, err = r.load(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
 	return r.findAtLeaders(ctx, id)
+}
+
+// replicaLag is how long find waits for a replica behind its leader
+// before it reads the replicas again.
+const replicaLag = 20 * time.Millisecond
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // findAtLeaders is find through the leaders' reads alone: for a reader

@@ -23,6 +23,9 @@ func (r *Runner) Get(ctx context.Context, id string) (jobs.Record, error) {
 		return jobs.Record{}, fmt.Errorf("%w: NATS connection %v", jobs.ErrUnavailable, nc.Status())
 	}
 	rec, _, _, err := r.store.find(ctx, id)
+	if err == nil && rec.State == jobs.Running {
+		r.store.progress(ctx, &rec) // its run's latest progress (progress.go)
+	}
 	return rec, err
 }
 

@@ -86,6 +86,14 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 	// A cancel of the job ends the run's context (running.go).
 	ctx, done, canceled := r.running.start(ctx, jobs.RunningJob{ID: id, Kind: j.kind, Queue: j.job.Queue, Since: time.Now()})
 	defer done()
+	// A run that reported progress has its key purged once its end is
+	// written (progress.go): the end waits on no purge.
+	var reported bool
+	defer func() {
+		if reported {
+			r.purgeProgress(ctx, id)
+		}
+	}()
 	// A Retry's message runs a job that has a record, which may say it
 	// must not run (canceled since): it is read first; so is the record of
 	// a job whose cancel was heard here (running.go, runs).
@@ -100,17 +108,35 @@ func (r *Runner) handle(ctx context.Context, d delivery) error {
 			marked <- m
 		}()
 		// A first delivery's record is made by this run: attempt 1.
-		run = runJob(jobs.WithInfo(runCtx, jobs.Info{ID: id, Kind: j.kind, Attempt: 1}), j.job)
+		progress := r.progressOf(id, 1, j.job.Timeout)
+		run = runJob(jobs.WithProgress(r.runContext(runCtx, j, 1), progress), j.job)
+		reported = progress.Stop()
 		stop(nil)
 		m = <-marked
 	} else {
 		m = r.mark(ctx, d, j, false)
 		if !m.settled {
-			run = runJob(jobs.WithInfo(ctx, jobs.Info{ID: id, Kind: j.kind, Attempt: m.rec.Attempts}), j.job)
+			progress := r.progressOf(id, m.rec.Attempts, j.job.Timeout)
+			run = runJob(jobs.WithProgress(r.runContext(ctx, j, m.rec.Attempts), progress), j.job)
+			reported = progress.Stop()
 		}
 	}
 	if m.settled {
 		return m.err
 	}
 	return r.ended(ctx, m, j, run)
+}
+
+// runContext is a run's context: what it knows of its job (jobs.InfoOf),
+// and a Getter of its store for its parents' results (jobs.ParentResult).
+func (r *Runner) runContext(ctx context.Context, j decoded, attempt int) context.Context {
+	info := jobs.Info{ID: j.id, Kind: j.kind, Attempt: attempt}
+	if j.spec != nil {
+		info.After = j.spec.After
+	}
+	get := r.get
+	if get == nil {
+		get = r.Get
+	}
+	return jobs.WithGetter(jobs.WithInfo(ctx, info), get)
 }

@@ -190,6 +190,18 @@ func supersedes(e entry, old slot) bool {
 	}
 }
 
+// stateOf is job k's state as indexed (a message's: queued or
+// scheduled), if the index has it.
+func (x *index) stateOf(k jobKey) (jobs.State, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s, ok := x.byID[k]
+	if !ok {
+		return "", false
+	}
+	return jobs.States[s.state], true
+}
+
 // remove drops job id, if its slot is still seq (a record deleted).
 func (x *index) remove(id jobKey, seq uint64, fromMsg bool) {
 	x.mu.Lock()

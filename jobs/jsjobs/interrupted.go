@@ -27,7 +27,7 @@ func (r *Runner) interrupted(ctx context.Context, rc natsjs.Recovered) {
 	if _, _, err := r.store.load(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
 		return
 	}
-	rec, _, err := r.store.message(ctx, id, r.store.jobs.GetLastMsgForSubject)
+	rec, _, err := r.store.message(ctx, id, r.store.anyReplica)
 	if err != nil {
 		return // not waiting any more: ended, or canceled, meanwhile
 	}

@@ -20,7 +20,7 @@ func (r *Runner) writeLate(ctx context.Context, e lateEnd) error {
 		// the job is settled elsewhere (ended, canceled), must still be in
 		// the stream: else the job's own record may have expired since, and
 		// the end would make up a record of a job that ended otherwise.
-		_, _, err = r.store.message(ctx, e.rec.ID, r.store.jobs.GetLastMsgForSubject)
+		_, _, err = r.store.message(ctx, e.rec.ID, r.store.anyReplica)
 		if errors.Is(err, jobs.ErrNotFound) {
 			err = errEnded
 		}

@@ -59,6 +59,9 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, false, err
 	}
+	if err := r.parentsKnown(ctx, job.After); err != nil {
+		return jobs.Record{}, false, err
+	}
 	mine := claim{ID: r.newID(), Request: job.Request(), Created: time.Now()}
 	data, err := json.Marshal(mine)
 	if err != nil {
@@ -70,8 +73,8 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 	for range 3 {
 		_, err = r.store.kv.Create(ctx, ck, data, jetstream.KeyTTL(r.store.succeededTTL))
 		if err == nil {
-			rec := accepted(mine.ID, spec.Kind, mine.Created, job)
-			if err := r.publishJob(ctx, rec.ID, job); err != nil {
+			rec, err := r.storeJob(ctx, mine.ID, mine.Created, spec, job)
+			if err != nil {
 				// The claim stays: maybe the job was stored after all (the
 				// answer lost), and a retry finds the claim and publishes
 				// the same job, stored once.
@@ -94,8 +97,7 @@ func (r *Runner) SubmitOnce(ctx context.Context, spec jobs.Spec, key string) (jo
 			// Neither recorded nor waiting: its request died before the
 			// stream stored it (or the answer was lost). Published here,
 			// stored once within the duplicates window.
-			rec = accepted(theirs.ID, spec.Kind, theirs.Created, job)
-			err = r.publishJob(ctx, rec.ID, job)
+			rec, err = r.storeJob(ctx, theirs.ID, theirs.Created, spec, job)
 		}
 		if err != nil {
 			return jobs.Record{}, false, err
@@ -145,9 +147,14 @@ func (r *Runner) replay(ctx context.Context, ck string, job jobs.Prepared, refus
 	return rec, true, nil
 }
 
-func (r *Runner) publishJob(ctx context.Context, id string, job jobs.Prepared) error {
-	if _, err := r.store.publish(ctx, id, job, 0, 0); err != nil {
-		return storeError(err)
+// storeJob stores keyed job id: its message, or its waiting record for a
+// job with parents; each stored once however often it is asked.
+func (r *Runner) storeJob(ctx context.Context, id string, created time.Time, spec jobs.Spec, job jobs.Prepared) (jobs.Record, error) {
+	if len(job.After) > 0 {
+		return r.storeWaiting(ctx, id, created, spec, job)
 	}
-	return nil
+	if _, err := r.store.publish(ctx, id, job, 0, 0); err != nil {
+		return jobs.Record{}, storeError(err)
+	}
+	return accepted(id, spec.Kind, created, job), nil
 }

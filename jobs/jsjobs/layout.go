@@ -25,6 +25,7 @@ import (
 //	<stream>-cancel.<id>      a cancel, told to every runner (core NATS: not stored)
 //	$KV.<bucket>.<id>         a job's record, in the stream KV_<bucket>
 //	$KV.<bucket>.idempotency.<hash>  an idempotency key's claim (keyed.go)
+//	$KV.<bucket>.progress.<id>  a running job's progress (progress.go)
 //
 // Job ids are 16 hex digits, so never "every" and never with a dot: a
 // subject says what it is by its tokens alone.

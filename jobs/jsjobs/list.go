@@ -15,7 +15,7 @@ import (
 // ErrUnavailable for a closed runner, whose index no longer follows the
 // store.
 func (r *Runner) tails() (*tails, error) {
-	return r.listing.get(func() *tails { return follow(r.js, r.layout, r.storeTimeout, r.store.ttl) })
+	return r.listing.get(func() *tails { return follow(r.js, r.layout, r.storeTimeout, r.store.ttl, r.deps) })
 }
 
 // List implements jobs.Lister, from this process's index of the jobs

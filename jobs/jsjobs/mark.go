@@ -55,6 +55,13 @@ func (r *Runner) mark(ctx context.Context, d delivery, j decoded, first bool) ma
 			write = !first
 		case err != nil:
 			return settle(r.unavailable(err))
+		case rec.State == jobs.Waiting && d.retryOf != rev:
+			// A waiting job runs only from its release, named by its
+			// waiting revision: this one's was grown (AddAfter) after a
+			// release was published, and waits for its new parents.
+			r.logWarn("a job's release from before it took more parents: acked, not run", "job", id, "rev", rev, "retry_of", d.retryOf)
+			r.instruments.skipped()
+			return settle(nil)
 		case !rec.State.Terminal() && d.before(rec):
 			// A message of a run before the job's latest Retry (handed
 			// back with a backoff, then the job canceled and retried): the

@@ -36,6 +36,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 		instruments: newInstruments(cfg.Namespace),
 	}
 	r.late.write, r.late.timeout, r.late.log = r.writeLate, cfg.StoreTimeout, cfg.Log
+	r.deps = newDeps(r.indexState, r.settleWaiting, func() { _, _ = r.tails() })
 	name := cmp.Or(cfg.Replica, ReplicaName())
 	r.announcer = announcer{name: name, js: js, subject: r.layout.record(replicaPrefix + name), timeout: cfg.StoreTimeout, running: &r.running, log: cfg.Log}
 	stream := &jobStream{js: js, layout: r.layout, storeTimeout: cfg.StoreTimeout, leader: leaderLast(js, cfg.StoreTimeout, cfg.Stream)}
@@ -216,6 +217,7 @@ func (r *Runner) keepByState(ctx context.Context) error {
 func (r *Runner) Close() error {
 	r.closing.Do(func() {
 		r.announcer.close()
+		r.deps.close()
 		r.listing.close()
 		if r.running.sub != nil {
 			r.closeErr = r.running.sub.Unsubscribe()

@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,9 +48,11 @@ type Partitioned struct {
 	// tries the next; DefaultFailover unless set before the first Submit.
 	Failover time.Duration
 
+	metrics  *partitionMetrics
 	turn     atomic.Uint64 // the submits made: the next one's first partition
 	mu       sync.Mutex
 	failedAt []time.Time // a partition's last submit left for the next
+	leaders  []string    // the server leading each partition's stream when Balance last looked ("" unknown)
 }
 
 // DefaultFailover is a partition's wait before a submit tries the next:
@@ -72,7 +75,7 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 	if n < 1 || n > MaxPartitions {
 		return nil, fmt.Errorf("jetstream runner: bad settings: partitions %d, want 1 to %d", n, MaxPartitions)
 	}
-	p := &Partitioned{Failover: DefaultFailover, failedAt: make([]time.Time, n)}
+	p := &Partitioned{Failover: DefaultFailover, failedAt: make([]time.Time, n), leaders: make([]string, n), metrics: newPartitionMetrics(cmp.Or(cfg.Namespace, DefaultNamespace), n)}
 	for k := range n {
 		c := cfg
 		c.Stream, c.Bucket = partitionNames(cfg.Stream, cfg.Bucket, k)
@@ -90,6 +93,22 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 		}
 		p.parts = append(p.parts, r)
 	}
+	// One view of the waiting jobs, fed by every partition's tails: a
+	// job's parents may be in any partition.
+	shared := newDeps(func(k jobKey) (jobs.State, bool) {
+		r, _ := p.runnerOf(k.String())
+		return r.indexState(k)
+	}, func(ctx context.Context, id string, seq uint64, parent string, st jobs.State) error {
+		r, _ := p.runnerOf(id)
+		return r.settleWaiting(ctx, id, seq, parent, st)
+	}, func() {
+		for _, r := range p.parts {
+			_, _ = r.tails()
+		}
+	})
+	for _, r := range p.parts {
+		r.deps, r.get = shared, p.Get
+	}
 	return p, nil
 }
 
@@ -97,12 +116,16 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 // own stream and bucket.
 func (p *Partitioned) Partitions() []*Runner { return p.parts }
 
-// Close closes every partition's Runner; the first error is returned.
+// Close closes every partition's Runner, all at once (each may wait on
+// the store: its announcement's purge, an end still to write), and
+// returns their errors joined.
 func (p *Partitioned) Close() error {
-	var errs []error
-	for _, r := range p.parts {
-		errs = append(errs, r.Close())
+	errs := make([]error, len(p.parts))
+	var wg sync.WaitGroup
+	for k, r := range p.parts {
+		wg.Go(func() { errs[k] = r.Close() })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -152,6 +175,12 @@ func (p *Partitioned) Cancel(ctx context.Context, id string) (jobs.Record, jobs.
 // Retry implements jobs.Retrier: the job runs again in its partition.
 func (p *Partitioned) Retry(ctx context.Context, id string) (jobs.Record, error) {
 	return onJob(p, id, func(r *Runner) (jobs.Record, error) { return r.Retry(ctx, id) })
+}
+
+// AddAfter implements jobs.ParentAdder: the job takes more parents in
+// its partition, its parents read wherever they are.
+func (p *Partitioned) AddAfter(ctx context.Context, id string, after ...string) (jobs.Record, error) {
+	return onJob(p, id, func(r *Runner) (jobs.Record, error) { return r.AddAfter(ctx, id, after...) })
 }
 
 // Delete implements jobs.Deleter.

@@ -100,14 +100,15 @@ func (p *Partitioned) Outcomes() Outcomes { return p.parts[0].Outcomes() }
 
 // Collector exports what Runner.Collector does for the whole store: the
 // partitions' runs (their shared instruments), the store up while every
-// partition is, the hand-backs summed, the queues as Queues reads them.
+// partition is, the hand-backs summed, the queues as Queues reads them;
+// and each partition's own (partitionMetrics).
 func (p *Partitioned) Collector() prometheus.Collector {
-	return collector{p.parts[0].instruments, func() (bool, uint64) {
+	return partitionCollector{collector{p.parts[0].instruments, func() (bool, uint64) {
 		up, handbacks := true, uint64(0)
 		for _, r := range p.parts {
 			up = up && !r.health.down.Load()
 			handbacks += r.health.handbacks.Load()
 		}
 		return up, handbacks
-	}, p.Queues}
+	}, p.Queues}, p.parts, p.metrics}
 }

@@ -24,47 +24,74 @@ var (
 // job itself (an *InvalidError, a queue that does not exist) is answered
 // at once.
 func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
+	if err := p.parts[0].parentsKnown(ctx, spec.After); err != nil {
+		return jobs.Record{}, err
+	}
 	n := len(p.parts)
 	first := int(p.turn.Add(1) % uint64(n))
-	order := p.submitOrder(first, time.Now())
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (first + i) % n
+	}
+	order = p.cooledLast(order, time.Now())
 	var err error
-	for _, k := range order {
+	for len(order) > 0 {
+		k := order[0]
+		order = order[1:]
 		sctx, cancel := context.WithTimeout(ctx, p.Failover)
 		var rec jobs.Record
 		rec, err = p.parts[k].submit(sctx, spec, p.parts[k].streamReachable)
 		cancel()
 		switch {
 		case err == nil:
+			p.metrics.stored[k].Add(1)
 			return rec, nil
 		case ctx.Err() != nil:
 			return jobs.Record{}, ctx.Err()
 		case !leftForAnother(err):
 			return jobs.Record{}, err
 		}
-		p.mu.Lock()
-		p.failedAt[k] = time.Now()
-		p.mu.Unlock()
+		p.metrics.left[k].Add(1)
+		p.leave(k, time.Now())
+		order = p.cooledLast(order, time.Now())
 	}
 	return jobs.Record{}, err
 }
 
-// submitOrder is the partitions a submit tries, from first on: those not
-// left by a submit within partitionCooldown, then those.
-func (p *Partitioned) submitOrder(first int, now time.Time) []int {
+// leave notes that a submit left partition k for another: k, and every
+// partition whose stream the same server led when Balance last looked
+// (leaders; most likely out with it), are skipped by submits for
+// partitionCooldown, tried only when no other is left. A server cut off
+// while it leads two partitions' streams (after a fault, before Balance
+// spread them again) then costs a submit one Failover, not two.
+func (p *Partitioned) leave(k int, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.parts)
-	order := make([]int, 0, n)
+	p.failedAt[k] = now
+	if l := p.leaders[k]; l != "" {
+		for j, lj := range p.leaders {
+			if lj == l {
+				p.failedAt[j] = now
+			}
+		}
+	}
+}
+
+// cooledLast is order with the partitions left by a submit within
+// partitionCooldown moved to its end, each part in its order.
+func (p *Partitioned) cooledLast(order []int, now time.Time) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, 0, len(order))
 	var cooling []int
-	for i := range n {
-		k := (first + i) % n
+	for _, k := range order {
 		if !p.failedAt[k].IsZero() && now.Sub(p.failedAt[k]) < partitionCooldown {
 			cooling = append(cooling, k)
 			continue
 		}
-		order = append(order, k)
+		out = append(out, k)
 	}
-	return append(order, cooling...)
+	return append(out, cooling...)
 }
 
 // leftForAnother reports whether a partition's submit error is its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,11 +38,7 @@ func TestPartitionedRunsEveryJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := jsjobs.NewPartitioned(ctx, c.js, jsConfig(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := c.partitioned(t, jsConfig(), 3)
 	perPartition := map[int]int{}
 	ids := map[string]bool{}
 	for range 300 {
@@ -169,6 +166,12 @@ func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
 			singleSlowest = max(singleSlowest, time.Since(began))
 		}
 	}()
+	// Reads beside: the jobs submitted before the cut, in every
+	// partition, read over and over (the record, the message, how far
+	// the consumer delivered: replicas picked at random, n2's among them).
+	var slowestRead time.Duration
+	var reads, readErrs int
+	readDone := make(chan struct{})
 	var ids []string
 	var slowest time.Duration
 	frozen := false
@@ -178,6 +181,17 @@ func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
 			c.freeze(t, 1) // n2
 			frozen, began = true, time.Now()
 			close(cut)
+			known := slices.Clone(ids)
+			go func() {
+				defer close(readDone)
+				for end := time.Now().Add(8 * time.Second); time.Now().Before(end); reads++ {
+					t0 := time.Now()
+					if _, err := p.Get(ctx, known[reads%len(known)]); err != nil {
+						readErrs++
+					}
+					slowestRead = max(slowestRead, time.Since(t0))
+				}
+			}()
 		}
 		t0 := time.Now()
 		rec, err := p.Submit(ctx, jobstest.Factorial(3))
@@ -191,10 +205,24 @@ func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
 		ids = append(ids, rec.ID)
 	}
 	<-singleDone
-	t.Logf("n2 frozen 8 s: %d submits to 3 partitions, the slowest %v; to 1 partition the slowest %v (%d failed)",
-		len(ids)-30, slowest.Round(time.Millisecond), singleSlowest.Round(time.Millisecond), singleErrs)
+	<-readDone
+	t.Logf("n2 frozen 8 s: %d submits to 3 partitions, the slowest %v; to 1 partition the slowest %v (%d failed); %d reads, the slowest %v (%d failed)",
+		len(ids)-30, slowest.Round(time.Millisecond), singleSlowest.Round(time.Millisecond), singleErrs, reads, slowestRead.Round(time.Millisecond), readErrs)
+	if slowestRead > time.Second || readErrs > 0 {
+		t.Errorf("with n2 frozen a read took %v and %d failed; want at most 1s and none", slowestRead, readErrs)
+	}
 	if slowest > p.Failover+time.Second {
 		t.Errorf("a submit took %v with n2 frozen, want about Failover (%v) at most", slowest, p.Failover)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(p.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	left := func(k int) float64 {
+		return gathered(t, reg)[fmt.Sprintf(`crew_job_partition_submits_total{outcome="left",partition="%d"}`, k)]
+	}
+	if left(1) < 1 || left(0)+left(2) != 0 {
+		t.Errorf("submits left for another partition: %v, %v, %v; want partition 1's (frozen), no other's", left(0), left(1), left(2))
 	}
 	if singleSlowest < 2*time.Second && singleErrs == 0 {
 		t.Errorf("the single store's slowest submit took %v with its leader frozen: the cut did not cut", singleSlowest)
@@ -206,6 +234,18 @@ func TestPartitionedSubmitSurvivesALeaderCut(t *testing.T) {
 		}
 	}
 	c.thaw(t, 1)
+}
+
+// partitioned makes a store of n partitions with cfg on the cluster,
+// closed when the test ends.
+func (c *cluster) partitioned(t *testing.T, cfg jsjobs.Config, n int) *jsjobs.Partitioned {
+	t.Helper()
+	p, err := jsjobs.NewPartitioned(context.Background(), c.js, cfg, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // serveOn runs the Source newSource makes on a pool of workers until the
@@ -247,11 +287,7 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 	var h holding
 	cfg := jsConfig()
 	cfg.Kinds, cfg.Replica = h.kinds(), "worker-1"
-	p, err := jsjobs.NewPartitioned(ctx, c.js, cfg, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := c.partitioned(t, cfg, 3)
 	if err := p.SetQueue(ctx, jobs.Queue{Name: "email", Limit: 6, Rate: 30}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,6 +329,7 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 	// Resumed: at most six at a time (two a partition), the one replica
 	// naming the jobs it runs in every partition.
 	var reps []jobs.Replica
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if reps, err = p.Replicas(ctx); err != nil {
 			t.Fatal(err)
@@ -342,6 +379,15 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 	if err := testutil.GatherAndCompare(reg, strings.NewReader("# HELP crew_job_store_up 1 while the job store (the jobs' stream and the records' bucket) answers this process, 0 during an outage.\n# TYPE crew_job_store_up gauge\ncrew_job_store_up 1\n"), "crew_job_store_up"); err != nil {
 		t.Error(err)
 	}
+	g := gathered(t, reg)
+	for k := range 3 {
+		up := g[fmt.Sprintf(`crew_job_partition_up{partition="%d"}`, k)]
+		stored := g[fmt.Sprintf(`crew_job_partition_submits_total{outcome="stored",partition="%d"}`, k)]
+		left := g[fmt.Sprintf(`crew_job_partition_submits_total{outcome="left",partition="%d"}`, k)]
+		if up != 1 || stored < 1 || left != 0 {
+			t.Errorf("partition %d: up %v, %v submits stored, %v left; want up, some stored, none left", k, up, stored, left)
+		}
+	}
 	if down, err := p.StoreDown(); err != nil || !down.IsZero() {
 		t.Errorf("StoreDown: %v, %v", down, err)
 	}
@@ -349,7 +395,8 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 
 // TestPartitionedLeadersSpread: the six groups of a store of three
 // partitions on three servers, every leader moved to n1 first, are spread
-// two a server by Balance's rounds, and a round then asks for nothing.
+// two a server by Balance's rounds, the three default lanes' one a
+// server, and a round then asks for nothing.
 func TestPartitionedLeadersSpread(t *testing.T) {
 	s := newThreeServers(t)
 	for i := range 3 {
@@ -368,9 +415,9 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(30 * time.Second); leaders()["n1"] != 6; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); leaders()["n1"] != 6 || p.LaneLeaders(ctx)["n1"] != 3; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("leaders %v, want all six on n1 to begin with", leaders())
+			t.Fatalf("leaders %v and the lanes' %v, want all on n1 to begin with", leaders(), p.LaneLeaders(ctx))
 		}
 		g, _ := p.StoreGroups(ctx)
 		for _, gr := range g {
@@ -378,14 +425,18 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 				_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+gr.Name, []byte(`{"placement":{"preferred":"n1"}}`), 2*time.Second)
 			}
 		}
+		for _, subj := range p.LaneStepDowns() {
+			_, _ = nc.Request(subj, []byte(`{"placement":{"preferred":"n1"}}`), 2*time.Second)
+		}
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		p.BalanceOnce(ctx)
-		if n := leaders(); n["n1"] == 2 && n["n2"] == 2 && n["n3"] == 2 {
+		lanes := p.LaneLeaders(ctx)
+		if n := leaders(); n["n1"] == 2 && n["n2"] == 2 && n["n3"] == 2 && lanes["n1"] == 1 && lanes["n2"] == 1 && lanes["n3"] == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("leaders %v after 30 s of rounds, want two a server", leaders())
+			t.Fatalf("leaders %v and the lanes' %v after 30 s of rounds, want two and one a server", leaders(), lanes)
 		}
 	}
 	time.Sleep(time.Second) // the followers current again
@@ -430,11 +481,7 @@ func partitionedR3(t *testing.T, url string) (*nats.Conn, jetstream.JetStream, *
 func TestPartitionedSubmitsWhileItsBucketsAreOut(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
-	p, err := jsjobs.NewPartitioned(ctx, c.js, jsConfig(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := c.partitioned(t, jsConfig(), 3)
 	for _, r := range p.Partitions() {
 		for range 2 {
 			r.HandleProbe(fmt.Errorf("%w: records: the bucket's leader cut off", jobs.ErrUnavailable))

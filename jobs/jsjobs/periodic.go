@@ -75,7 +75,7 @@ func (r *Runner) SetPeriodic(ctx context.Context, p jobs.Periodic) (bool, error)
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	subj := r.layout.schedule(p.Name)
-	m, err := r.store.jobs.GetLastMsgForSubject(ctx, subj)
+	m, err := r.store.anyReplica(ctx, subj)
 	switch {
 	case err == nil && m.Header.Get(headerSchedule) == p.Every && m.Header.Get(headerScheduleZone) == p.TimeZone && bytes.Equal(m.Data, job.Body):
 		return false, nil // as it is: its next tick stays where it was
@@ -121,7 +121,7 @@ func (r *Runner) DeletePeriodic(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	subj := r.layout.schedule(name)
-	if _, err := r.store.jobs.GetLastMsgForSubject(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, err := r.store.anyReplica(ctx, subj); errors.Is(err, jetstream.ErrMsgNotFound) {
 		return jobs.ErrNotFound
 	} else if err != nil {
 		return storeError(err)
@@ -155,7 +155,7 @@ func (r *Runner) Periodics(ctx context.Context) ([]jobs.Periodic, error) {
 	slices.Sort(names)
 	ps := make([]jobs.Periodic, 0, len(names))
 	for _, name := range names {
-		m, err := r.store.jobs.GetLastMsgForSubject(ctx, prefix+name)
+		m, err := r.store.anyReplica(ctx, prefix+name)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // deleted meanwhile
 		} else if err != nil {

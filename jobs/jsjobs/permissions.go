@@ -23,7 +23,7 @@ func PermissionsFor(stream, bucket string) Permissions {
 		l.jobs(),             // jobs, ticks, queues' jobs
 		stream + "-at.>",     // jobs due later, periodic schedules
 		stream + "-cancel.>", // cancels
-		l.record(">"),        // records, idempotency keys
+		l.record(">"),        // records, idempotency keys, progress
 		"$JS.API.INFO",       // the account's JetStream
 	}
 	for _, s := range []string{stream, kv} {

@@ -403,9 +403,9 @@ func TestQueuesAfterAnUpgrade(t *testing.T) {
 	eventually(t, r, b.ID, jobs.Succeeded)
 }
 
-// gathered is every gauge of reg as "name{label="value",...}" to its value,
-// labels in name order.
-func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+// gathered is every gauge and counter of reg as "name{label="value",...}"
+// to its value, labels in name order.
+func gathered(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -424,6 +424,9 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 			}
 			if g := m.GetGauge(); g != nil {
 				out[name] = g.GetValue()
+			}
+			if c := m.GetCounter(); c != nil {
+				out[name] = c.GetValue()
 			}
 		}
 	}

@@ -24,6 +24,7 @@ type records struct {
 	layout       layout
 	storeTimeout time.Duration
 	atLeader     lastMsg // reads a record from the bucket's leader (leaderLast)
+	reads        hedger  // the latest reads' times, for sending one again (hedged)
 
 	succeededTTL, failedTTL time.Duration
 }
@@ -70,18 +71,8 @@ func (r *records) load(ctx context.Context, id string) (jobs.Record, uint64, err
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
 	// Any replica of the bucket answers a read (direct get), but a request
-	// may go to one cut off the network before its route is dropped: each
-	// try gets half the time, and a second goes to whichever answers.
-	var e jetstream.KeyValueEntry
-	var err error
-	for range 2 {
-		tctx, tcancel := context.WithTimeout(ctx, r.storeTimeout/2)
-		e, err = r.kv.Get(tctx, id)
-		tcancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			break
-		}
-	}
+	// may go to one cut off the network: hedged.
+	e, err := hedged(ctx, &r.reads, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return r.kv.Get(ctx, id) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}

@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -48,15 +49,17 @@ type Runner struct {
 	layout      layout   // where everything is (layout.go)
 	store       jobStore // the jobs' stream and their records (find.go)
 	health      storeHealth
-	instruments *instruments // metrics, spans and outcome counts (instruments.go)
-	running     runs         // the jobs running here, for Cancel (running.go)
-	late        lateEnds     // ends written after their lease was lost (late.go)
-	listing     listing      // the index List and Counts read (list.go)
-	rates       rates        // the queues' rates as last read (rate.go)
-	announcer   announcer    // what this process says it runs (announce.go)
-	partition   int          // its partition of a Partitioned store, -1 for none (partition.go)
-	closing     sync.Once    // Close
-	closeErr    error        // the first Close's
+	instruments *instruments                                       // metrics, spans and outcome counts (instruments.go)
+	running     runs                                               // the jobs running here, for Cancel (running.go)
+	late        lateEnds                                           // ends written after their lease was lost (late.go)
+	listing     listing                                            // the index List and Counts read (list.go)
+	rates       rates                                              // the queues' rates as last read (rate.go)
+	announcer   announcer                                          // what this process says it runs (announce.go)
+	partition   int                                                // its partition of a Partitioned store, -1 for none (partition.go)
+	deps        *deps                                              // the waiting jobs its tails read (deps.go); a Partitioned's partitions share one
+	get         func(context.Context, string) (jobs.Record, error) // reads any job of its store: Get, or its Partitioned's
+	closing     sync.Once                                          // Close
+	closeErr    error                                              // the first Close's
 
 	kinds                      *jobs.Kinds
 	storeTimeout               time.Duration

@@ -38,6 +38,7 @@ func (r *Runner) source(ctx context.Context, q string, pool *crew.Pool, cons jet
 		return nil, fmt.Errorf("%w: a Source needs a pool", natsjs.ErrInvalidOption)
 	}
 	r.announcer.start()
+	r.deps.follow() // so that this process releases waiting jobs (deps.go)
 	lanes, err := r.lanes(ctx, q, cons)
 	if err != nil {
 		return nil, err

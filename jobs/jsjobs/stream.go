@@ -28,6 +28,7 @@ type jobStream struct {
 	storeTimeout time.Duration
 	schedules    bool    // the stream allows message schedules
 	leader       lastMsg // reads a message from the stream's leader (leaderLast)
+	reads        hedger  // the latest reads any replica answers, for sending one again (hedged)
 
 	mu     sync.Mutex             // guards queues
 	queues map[string]*queueState // the queues known here, by name: their consumers and how far each has delivered
@@ -52,11 +53,19 @@ type laneState struct {
 // schedule when it has no message (yet), and returns that message's stream
 // sequence.
 func (r *jobStream) waiting(ctx context.Context, id string) (jobs.Record, uint64, error) {
-	rec, seq, err := r.message(ctx, id, r.jobs.GetLastMsgForSubject)
+	rec, seq, err := r.message(ctx, id, r.anyReplica)
 	if errors.Is(err, jobs.ErrNotFound) {
-		return r.scheduled(ctx, id, r.jobs.GetLastMsgForSubject)
+		return r.scheduled(ctx, id, r.anyReplica)
 	}
 	return rec, seq, err
+}
+
+// anyReplica reads a subject's last message from whichever of the
+// stream's replicas answers first (a direct get, hedged).
+func (r *jobStream) anyReplica(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	return hedged(ctx, &r.reads, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return r.jobs.GetLastMsgForSubject(ctx, subject)
+	})
 }
 
 // message reads a job that has no record yet from its message in the
@@ -141,7 +150,15 @@ func (r *jobStream) deliveredWithin(ctx context.Context, q string, p int, age ti
 	}
 	// A failed read is cached like a good one: while the store is out,
 	// Gets waiting on the lock must not each spend a store timeout in turn.
+	// The consumer's leader answers alone, and may be cut off: a cached
+	// view (age > 0, Get's) waits for it at most deliveredTimeout, then says
+	// what it last knew.
 	ln.deliveredAt = time.Now()
+	if age > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deliveredTimeout)
+		defer cancel()
+	}
 	if ln.cons == nil {
 		cons, err := r.jobs.Consumer(ctx, consumerOf(r.consumer(), q, p))
 		if err != nil {
@@ -177,6 +194,10 @@ func (r *jobStream) consumer() string { return r.cons.CachedInfo().Name }
 // deliveredEvery bounds how often Get asks the consumer how far it has
 // delivered: a job that just started may read queued that long.
 const deliveredEvery = 250 * time.Millisecond
+
+// deliveredTimeout bounds a read of how far a consumer has delivered: a
+// Get of a waiting job shows it queued rather than wait longer.
+const deliveredTimeout = 250 * time.Millisecond
 
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id; a Retry's message

@@ -14,10 +14,14 @@ import (
 // id is the job's, so that a publish retried by the client library is
 // stored once.
 func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
+	if err := r.parentsKnown(ctx, spec.After); err != nil {
+		return jobs.Record{}, err
+	}
 	return r.submit(ctx, spec, r.connected)
 }
 
-// submit is Submit with ready saying whether to try the store at all: a
+// submit is Submit, its parents known (parentsKnown), with ready saying
+// whether to try the store at all: a
 // Runner's own Submit refuses at once while its store is known to be out
 // (connected); a Partitioned's tries the stream whatever its bucket's
 // health says (streamReachable), within its Failover, since a submit
@@ -34,6 +38,9 @@ func (r *Runner) submit(ctx context.Context, spec jobs.Spec, ready func() error)
 	defer cancel()
 	if err := r.acceptable(ctx, job); err != nil {
 		return jobs.Record{}, err
+	}
+	if len(job.After) > 0 {
+		return r.submitWaiting(ctx, spec, job)
 	}
 	rec := accepted(r.newID(), spec.Kind, time.Now(), job)
 	if _, err := r.store.publish(ctx, rec.ID, job, 0, 0); err != nil {

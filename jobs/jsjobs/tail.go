@@ -43,31 +43,35 @@ type tails struct {
 type listing struct {
 	once   sync.Once
 	closed atomic.Bool
-	tails  *tails // nil until get
+	tails  atomic.Pointer[tails] // nil until get
 }
 
 // get returns the tails, started by follow at the first call;
 // ErrUnavailable once closed.
 func (l *listing) get(follow func() *tails) (*tails, error) {
-	l.once.Do(func() { l.tails = follow() })
-	if l.closed.Load() || l.tails == nil {
+	l.once.Do(func() { l.tails.Store(follow()) })
+	t := l.tails.Load()
+	if l.closed.Load() || t == nil {
 		return nil, fmt.Errorf("%w: the runner is closed", jobs.ErrUnavailable)
 	}
-	return l.tails, nil
+	return t, nil
 }
+
+// started is the tails if they have started, else nil.
+func (l *listing) started() *tails { return l.tails.Load() }
 
 // close stops the tails, if started, and any start after it.
 func (l *listing) close() {
 	l.closed.Store(true)
 	l.once.Do(func() {})
-	if l.tails != nil {
-		l.tails.close()
+	if t := l.tails.Load(); t != nil {
+		t.close()
 	}
 }
 
 // follow starts the tails of l's stream and bucket through js, each read
 // bounded by timeout; retention is a record's by state.
-func follow(js jetstream.JetStream, l layout, timeout time.Duration, retention func(jobs.State) time.Duration) *tails {
+func follow(js jetstream.JetStream, l layout, timeout time.Duration, retention func(jobs.State) time.Duration, d *deps) *tails {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &tails{index: newIndex(), ready: make(chan struct{}), stop: stop}
 	t.expire = func() {
@@ -94,7 +98,7 @@ func follow(js jetstream.JetStream, l layout, timeout time.Duration, retention f
 		apply  func(*nats.Msg, uint64)
 	}{
 		{l.stream, applyMsg(l, t.index)},
-		{l.bucketStream(), applyRecord(l, t.index, &t.replicas)},
+		{l.bucketStream(), applyRecord(l, t.index, &t.replicas, d)},
 	} {
 		syncs := make(chan chan struct{})
 		t.syncs = append(t.syncs, syncs)
@@ -155,8 +159,10 @@ func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Durat
 	var once sync.Once
 	defer once.Do(caught) // so that the index's waiters go on after a close
 	lastTick := time.Now()
+	var in replies
+	defer in.close()
 	for {
-		n, pending, err := batch(ctx, nc, subject, next, timeout, func(m *nats.Msg, seq uint64) {
+		n, pending, err := in.batch(ctx, nc, subject, next, timeout, func(m *nats.Msg, seq uint64) {
 			apply(m, seq)
 			next = seq + 1
 		})
@@ -190,18 +196,49 @@ func read(ctx context.Context, nc *nats.Conn, subject string, timeout time.Durat
 	}
 }
 
+// replies is a tail's one subscription for its batches' answers, each
+// batch answered on a subject of its own under it: a subscription is
+// announced to every server of a cluster and withdrawn, so one a batch,
+// ten a second a tail, would cost every server that much. An answer to an
+// earlier batch (one that timed out) comes on that batch's subject and is
+// dropped.
+type replies struct {
+	sub    *nats.Subscription
+	prefix string
+	n      uint64
+}
+
+// next is the subject for the next batch's answers, subscribed at the
+// first.
+func (r *replies) next(nc *nats.Conn) (string, error) {
+	if r.sub == nil {
+		r.prefix = nc.NewInbox()
+		sub, err := nc.SubscribeSync(r.prefix + ".*")
+		if err != nil {
+			return "", err
+		}
+		r.sub = sub
+	}
+	r.n++
+	return r.prefix + "." + strconv.FormatUint(r.n, 10), nil
+}
+
+func (r *replies) close() {
+	if r.sub != nil {
+		_ = r.sub.Unsubscribe()
+	}
+}
+
 // batch asks for up to tailBatch messages from sequence from,
 // gives each to fn, and returns how many came and how many more the server
 // said there were.
-func batch(ctx context.Context, nc *nats.Conn, subject string, from uint64, timeout time.Duration, fn func(*nats.Msg, uint64)) (n int, pending uint64, err error) {
+func (r *replies) batch(ctx context.Context, nc *nats.Conn, subject string, from uint64, timeout time.Duration, fn func(*nats.Msg, uint64)) (n int, pending uint64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	inbox, err := r.next(nc)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
 	// Every subject: a filter, even ">", costs the server a subject match
 	// for each message it steps over; apply skips what is not a job's.
 	req, _ := json.Marshal(map[string]any{"seq": from, "batch": tailBatch, "max_bytes": 8 << 20})
@@ -209,9 +246,12 @@ func batch(ctx context.Context, nc *nats.Conn, subject string, from uint64, time
 		return 0, 0, err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
+		m, err := r.sub.NextMsgWithContext(ctx)
 		if err != nil {
 			return n, 0, err
+		}
+		if m.Subject != inbox {
+			continue // an earlier batch's, which gave up on it
 		}
 		switch m.Header.Get("Status") {
 		case "":
@@ -261,8 +301,8 @@ func applyMsg(l layout, x *index) func(*nats.Msg, uint64) {
 }
 
 // applyRecord indexes a message of the records' bucket: a record
-// written, or deleted.
-func applyRecord(l layout, x *index, b *board) func(*nats.Msg, uint64) {
+// written, or deleted; and tells d (deps.go).
+func applyRecord(l layout, x *index, b *board, d *deps) func(*nats.Msg, uint64) {
 	return func(m *nats.Msg, seq uint64) {
 		id := l.recordKey(m.Header.Get(jetstream.SubjectHeader))
 		if name, ok := strings.CutPrefix(id, replicaPrefix); ok {
@@ -275,16 +315,22 @@ func applyRecord(l layout, x *index, b *board) func(*nats.Msg, uint64) {
 		}
 		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
 			x.remove(k, seq, false)
+			d.removed(k)
 			return
 		}
 		var rec struct {
 			State jobs.State
 			Kind  string
 			Queue string
+			After []string
+			Spec  struct {
+				EvenOnFailure bool `json:"even_on_failure"`
+			}
 		}
 		if json.Unmarshal(m.Data, &rec) != nil {
 			return
 		}
 		x.set(entry{id: k, state: rec.State, kind: rec.Kind, name: rec.Queue, t: stamp(m), seq: seq})
+		d.record(k, seq, rec.State, rec.After, rec.Spec.EvenOnFailure)
 	}
 }

@@ -39,7 +39,10 @@ func (r *Runner) Retry(_ context.Context, id string) (jobs.Record, error) {
 	}
 	before := e.run
 	e.run = &run{}
-	if err := r.start(e, job); err != nil {
+	if len(job.After) > 0 {
+		// A job with parents waits for them again (after.go).
+		r.wait(e, job)
+	} else if err := r.start(e, job); err != nil {
 		e.run = before
 		return rec, err
 	}

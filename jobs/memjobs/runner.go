@@ -2,6 +2,7 @@ package memjobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -60,6 +61,11 @@ func (r *Runner) Cancel(_ context.Context, id string) (jobs.Record, jobs.State, 
 	if cancel != nil {
 		cancel(errCanceled)
 	}
+	if e.wait != nil {
+		// It never runs: its own waiting jobs are told (after.go).
+		e.wait = nil
+		r.ended(e)
+	}
 	return e.record(r.Store.now), rec.State, nil
 }
 
@@ -72,6 +78,9 @@ func (r *Runner) Submit(_ context.Context, spec jobs.Spec) (jobs.Record, error) 
 		return jobs.Record{}, err
 	}
 	e := &entry{id: jobs.NewID(), kind: spec.Kind, spec: spec, run: &run{}}
+	if len(job.After) > 0 {
+		return r.submitWaiting(e, job)
+	}
 	// The record exists before the task can end, so that every accepted
 	// job has one.
 	if err := r.Store.add(e); err != nil {
@@ -118,9 +127,22 @@ func (r *Runner) start(e *entry, job jobs.Prepared) error {
 		}
 		u.cancel = cancel
 		u.mu.Unlock()
-		v, err := job.Run(jobs.WithInfo(ctx, jobs.Info{ID: e.id, Kind: e.kind, Attempt: 1}))
+		// Its progress, kept in memory at most once a second (as a
+		// durable store writes it) and dropped at its end.
+		progress := jobs.NewProgressWriter(func(p jobs.ProgressReport) {
+			u.mu.Lock()
+			u.progress = &p
+			u.mu.Unlock()
+		})
+		ctx = jobs.WithProgress(ctx, progress)
+		v, err := func() (json.RawMessage, error) {
+			defer progress.Stop() // a panic too ends its progress
+			info := jobs.Info{ID: e.id, Kind: e.kind, Attempt: 1, After: e.spec.After}
+			return job.Run(jobs.WithGetter(jobs.WithInfo(ctx, info), r.Get))
+		}()
 		u.mu.Lock()
 		defer u.mu.Unlock()
+		u.progress = nil
 		if u.ended.IsZero() {
 			u.ended = r.Store.now()
 		}
@@ -136,6 +158,9 @@ func (r *Runner) start(e *entry, job jobs.Prepared) error {
 		return err
 	}
 	u.task = t
+	if len(r.Store.waiters[e.id]) > 0 {
+		r.watch(e) // released, with jobs waiting for it (after.go)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package memjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -29,6 +30,8 @@ type Store struct {
 	order []*entry          // by latest submission (seq), oldest first
 	seq   uint64            // the latest submission's
 	keys  map[string]*entry // by idempotency key hash, while their records are kept
+	// waiters are the waiting jobs of each parent (after.go).
+	waiters map[string][]*entry
 
 	keyMu sync.Mutex // one keyed submit at a time
 }
@@ -42,6 +45,7 @@ type entry struct {
 	key, req  string    // the hash of its idempotency key, and of its request
 
 	// Guarded by Store.mu.
+	wait    *waiting            // while it waits for its parents (after.go)
 	run     *run                // the latest run
 	retries int                 // the times Retry ran it again
 	errors  []jobs.AttemptError // the errors of its earlier runs, oldest first
@@ -57,32 +61,49 @@ type run struct {
 	result   json.RawMessage
 	ended    time.Time               // when it ended (end)
 	canceled jobs.State              // the state a cancel found it in; "" if none
+	why      string                  // a cancel's or a drop's reason, if not the usual
+	dropped  error                   // the pool's refusal of a released job: not run
+	watched  bool                    // its end is told to the jobs waiting for it (after.go)
 	cancel   context.CancelCauseFunc // ends its run, once it runs
+	progress *jobs.ProgressReport    // the latest progress written, while it runs
 }
 
 // record is e's record at now. s.mu must be held.
 func (e *entry) record(now func() time.Time) (r jobs.Record) {
-	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries, Submitter: e.spec.Submitter}
+	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries, Submitter: e.spec.Submitter, After: e.spec.After}
 	r.Errors = slices.Clip(e.errors) // an append copies
-	// The spec, for a retry, in the record of an end without success.
+	// The spec, for a retry, in the record of an end without success, and
+	// of a job not ended (a workflow's job reads its steps from it).
 	defer func() {
-		if r.State.Terminal() && r.State != jobs.Succeeded {
+		if r.State != jobs.Succeeded {
 			spec := e.spec
 			r.Spec = &spec
 		}
 	}()
 	u := e.run
 	u.mu.Lock()
-	was, result, ended := u.canceled, u.result, u.ended
+	was, why, dropped, result, ended, progress := u.canceled, u.why, u.dropped, u.result, u.ended, u.progress
 	u.mu.Unlock()
 	if was != "" {
-		r.State, r.Error, r.CanceledWhile = jobs.Canceled, "canceled while "+string(was), was
+		r.State, r.Error, r.CanceledWhile = jobs.Canceled, cmp.Or(why, "canceled while "+string(was)), was
+		return r
+	}
+	if dropped != nil {
+		r.State, r.Error = jobs.NotRun, dropped.Error()
+		return r
+	}
+	if e.wait != nil {
+		r.State = jobs.Waiting
 		return r
 	}
 	if u.task == nil {
 		return r
 	}
 	r.State = stateOf(u.task.State())
+	if r.State == jobs.Running && progress != nil {
+		p := *progress
+		r.Progress = &p
+	}
 	if r.State == jobs.Succeeded {
 		r.Result = result
 	}
@@ -119,7 +140,7 @@ func (e *entry) finished() bool { return e.run.task != nil && e.run.task.State()
 // NewStore returns a store of at most max records, finished ones kept ttl.
 // onEvict, if not nil, is told of every eviction (for a metric).
 func NewStore(max int, ttl time.Duration, log *slog.Logger, onEvict func(reason string, n int)) *Store {
-	return &Store{max: max, ttl: ttl, now: time.Now, log: log, onEvict: onEvict, byID: make(map[string]*entry)}
+	return &Store{max: max, ttl: ttl, now: time.Now, log: log, onEvict: onEvict, byID: make(map[string]*entry), waiters: make(map[string][]*entry)}
 }
 
 // add keeps e, created now, evicting what it must first; ErrFull when no
@@ -129,13 +150,16 @@ func (s *Store) add(e *entry) error {
 	defer s.mu.Unlock()
 	now := s.now()
 	e.created, e.submitted = now, now
-	s.evictLocked("age", func(e *entry) bool { return now.Sub(e.submitted) > s.ttl })
+	// s.order is oldest submitted first: the records past their TTL are
+	// its head, and a submit reads no further, so that its cost does not
+	// grow with the store.
+	old := 0
+	for old < len(s.order) && now.Sub(s.order[old].submitted) > s.ttl {
+		old++
+	}
+	s.evictLocked("age", old, old)
 	if len(s.order) >= s.max {
-		n := len(s.order) - s.max + 1
-		s.evictLocked("count", func(*entry) bool {
-			n--
-			return n >= 0
-		})
+		s.evictLocked("count", len(s.order), len(s.order)-s.max+1)
 	}
 	if len(s.order) >= s.max {
 		return jobs.ErrFull
@@ -153,21 +177,28 @@ func (s *Store) appendLocked(e *entry) {
 	s.order = append(s.order, e)
 }
 
-// evictLocked drops, oldest first, the finished records that pick chooses.
-func (s *Store) evictLocked(reason string, pick func(*entry) bool) {
+// evictLocked drops, oldest first, up to most finished records among the
+// first upto of s.order, reading no further than it must.
+func (s *Store) evictLocked(reason string, upto, most int) {
 	var ids []string
-	s.order = slices.DeleteFunc(s.order, func(e *entry) bool {
-		if !e.finished() || !pick(e) {
-			return false
+	kept, i := 0, 0
+	for ; i < upto && len(ids) < most; i++ {
+		e := s.order[i]
+		if !e.finished() {
+			s.order[kept] = e
+			kept++
+			continue
 		}
 		delete(s.byID, e.id)
 		s.dropKey(e)
 		ids = append(ids, e.id)
-		return true
-	})
+	}
 	if len(ids) == 0 {
 		return
 	}
+	kept += copy(s.order[kept:], s.order[i:])
+	clear(s.order[kept:])
+	s.order = s.order[:kept]
 	if s.onEvict != nil {
 		s.onEvict(reason, len(ids))
 	}

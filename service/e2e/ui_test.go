@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -298,8 +299,18 @@ func TestUIInABrowser(t *testing.T) {
 			t.Fatalf("10 s after retry all, the job reads %s", body)
 		}
 	}
+	// A live page's refresh in flight aborts a navigation now and then
+	// (net::ERR_ABORTED): the page is asked for again.
+	for try := 0; ; try++ {
+		err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/jobs"))
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "ERR_ABORTED") || try == 2 {
+			t.Fatalf("the jobs page: %v", err)
+		}
+	}
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/ui/jobs"),
 		chromedp.SendKeys(chromedp.CSS("#q"), failed),
 		chromedp.Submit(chromedp.CSS("#q")),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-id="%s"]`, failed))),
@@ -349,6 +360,36 @@ func TestUIInABrowser(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-name="nightly"]`)),
 	); err != nil {
 		t.Fatalf("the periodic job's page and its delete: %v", err)
+	}
+
+	// A workflow posted through the API: its page draws its steps, each
+	// read succeeded once they have run (the page live), and a step's box
+	// links to its job.
+	code, posted, _ := call("POST", "/v1/workflows", `{"steps":[{"name":"fetch","job":{"kind":"sleep","duration":"300ms"}},`+
+		`{"name":"resize","after":["fetch"],"job":{"kind":"factorial","n":5}},{"name":"album","after":["fetch","resize"],"job":{"kind":"factorial","n":3}}]}`)
+	if code != 202 {
+		t.Fatalf("a workflow: %d %s", code, posted)
+	}
+	var wf struct{ ID string }
+	if err := json.Unmarshal([]byte(posted), &wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui/workflows/"+wf.ID), chromedp.WaitVisible(chromedp.CSS(`#graph g[data-step="album"]`))); err != nil {
+		t.Fatalf("the workflow's page: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#graph g[data-state="succeeded"]').length`))
+		if err == nil && n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			head, _ := liveText(ctx, `#workflow-head`)
+			t.Fatalf("15 s after a workflow of three short steps was posted, its page draws %d succeeded (%v): %q", n, err, head)
+		}
+	}
+	screenshot(t, ctx, "", "workflow")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#graph g[data-step="album"] rect`)), chromedp.WaitVisible(chromedp.CSS("#after"))); err != nil {
+		t.Fatalf("a step's box clicked: %v", err)
 	}
 
 	// Another site's page (another port is another origin) posts a pause

@@ -1,15 +1,18 @@
 // Package clustertest proves crewd's scale-out in containers. TestCluster
 // brings up the compose file next to it (three nats-servers as one
-// JetStream cluster with crewd's stream and bucket on all three, three
-// crewd replicas) and, under a steady load of background jobs spread over
-// the replicas, brings every fault Kubernetes and a network bring, one
-// after the other: a crewd killed (SIGKILL) while it runs jobs with the
-// jobs stream's leader cut off the network, the new leader killed (docker
-// kill), crewd scaled 3 -> 1 -> 3 with SIGTERM, and a rolling restart of
-// every crewd. It requires every job answered 202 to reach "succeeded",
-// read from any replica, and the replicas attached to healthy servers to
-// answer a read at least every 5 s through each NATS fault; it prints
-// accepted, succeeded, jobs run twice and the longest stall.
+// JetStream cluster with crewd's three partitions, each a stream and a
+// bucket on all three servers, three crewd replicas) and, under a steady
+// load of background jobs spread over the replicas, brings every fault
+// Kubernetes and a network bring, one after the other, each NATS server
+// hit in turn while it leads some partitions: one cut off the network, a
+// crewd killed (SIGKILL) while it runs jobs with a second cut off, the
+// third killed (docker kill), crewd scaled 3 -> 1 -> 3 with SIGTERM, and
+// a rolling restart of every crewd. It requires every job answered 202 to
+// reach "succeeded", read from any replica, and the replicas attached to
+// healthy servers, through each NATS fault, to answer a read at least
+// every second and to accept every job within a second; it prints
+// accepted, succeeded, jobs run twice, the longest stall and the slowest
+// write.
 //
 // TestTrace brings up the trace backend (an OpenTelemetry Collector writing
 // spans to a file), crewd1 and the nats-servers; posts a job to crewd1 in a

@@ -43,6 +43,11 @@ func newLifecycle(l *load) *lifecycle {
 // do sends a request to the replicas from the i-th on until one answers
 // other than 5xx or not at all; it returns that answer.
 func (lc *lifecycle) do(ctx context.Context, i int, method, path, body string) (code int, b []byte, via string) {
+	return lc.doWith(ctx, i, method, path, body, nil)
+}
+
+// doWith is do with the headers h on each request.
+func (lc *lifecycle) doWith(ctx context.Context, i int, method, path, body string, h http.Header) (code int, b []byte, via string) {
 	for _, name := range lc.l.reps.pick(i) {
 		rctx, cancel := context.WithTimeout(ctx, postTimeout)
 		req, err := http.NewRequestWithContext(rctx, method, lc.l.reps.url(name, path), strings.NewReader(body))
@@ -53,11 +58,17 @@ func (lc *lifecycle) do(ctx context.Context, i int, method, path, body string) (
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		began := time.Now()
 		resp, err := lc.l.client.Do(req)
 		if err == nil {
 			b, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
 			code = resp.StatusCode
+		} else {
+			b = fmt.Appendf(b, "%s after %.1fs: %v; ", name, time.Since(began).Seconds(), err)
 		}
 		cancel()
 		if err == nil && code < 500 {

@@ -59,7 +59,9 @@ func TestTrace(t *testing.T) {
 	// The client's own span, which the server span must continue.
 	clientTrace, clientSpan := randomHex(16), randomHex(8)
 	l := &load{client: client, reps: cl.reps}
-	id := postTraced(ctx, t, l, "crewd1", `{"kind":"sleep","duration":"6s","timeout":"1m"}`, "00-"+clientTrace+"-"+clientSpan+"-01")
+	// Long enough to be running still when crewd1 stops, once crewd2 is
+	// up (which took 7 s on a loaded machine).
+	id := postTraced(ctx, t, l, "crewd1", `{"kind":"sleep","duration":"30s","timeout":"1m"}`, "00-"+clientTrace+"-"+clientSpan+"-01")
 	// A first run writes its record only at its end (or when it is
 	// interrupted): while it runs, the job reads running from the
 	// consumer's state, with no traceparent yet.

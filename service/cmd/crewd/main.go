@@ -34,7 +34,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "token" {
 		os.Exit(auth.Command(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	if len(os.Args) > 1 && (os.Args[1] == "jobs" || os.Args[1] == "queues" || os.Args[1] == "replicas" || os.Args[1] == "dash") {
+	if len(os.Args) > 1 && (os.Args[1] == "jobs" || os.Args[1] == "queues" || os.Args[1] == "replicas" || os.Args[1] == "workflows" || os.Args[1] == "dash") {
 		os.Exit(cli.Main(os.Args[1], os.Args[2:]))
 	}
 	stop := make(chan os.Signal, 2)

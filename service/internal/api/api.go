@@ -131,7 +131,12 @@ func (a *API) routes() []route {
 		{"/v1/jobs/ends", map[string]endpoint{http.MethodGet: reads(a.jobEnds)}},
 		{"/v1/jobs/{id}", map[string]endpoint{http.MethodGet: reads(a.getJob), http.MethodDelete: admins(a.cancelJob)}},
 		{"/v1/jobs/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryJob)}},
+		{"/v1/jobs/{id}/after", map[string]endpoint{http.MethodPost: submits(a.addAfter)}},
 		{"/v1/jobs/{id}/record", map[string]endpoint{http.MethodDelete: admins(a.deleteJob)}},
+		{"/v1/workflows", map[string]endpoint{http.MethodPost: submits(a.postWorkflow)}},
+		{"/v1/workflows/{id}", map[string]endpoint{http.MethodGet: reads(a.getWorkflow)}},
+		{"/v1/workflows/{id}/cancel", map[string]endpoint{http.MethodPost: admins(a.cancelWorkflow)}},
+		{"/v1/workflows/{id}/retry", map[string]endpoint{http.MethodPost: admins(a.retryWorkflow)}},
 		{"/v1/periodic", map[string]endpoint{http.MethodGet: reads(a.listPeriodic)}},
 		{"/v1/periodic/{name}", map[string]endpoint{http.MethodGet: reads(a.getPeriodic), http.MethodPut: admins(a.putPeriodic), http.MethodDelete: admins(a.deletePeriodic)}},
 		{"/v1/queues", map[string]endpoint{http.MethodGet: reads(a.listQueues)}},
@@ -289,7 +294,8 @@ func (a *API) postJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobSpec makes a job's spec of a POST /v1/jobs body: its "kind", its
-// optional "timeout", "max_attempts", "queue" and "priority", and the rest of its
+// optional "timeout", "max_attempts", "queue", "priority", "run_at" or
+// "delay", "after" and "even_on_failure", and the rest of its
 // fields as the kind's arguments,
 // which the kind checks (Submit's *jobs.InvalidError names the field at
 // fault).
@@ -339,6 +345,18 @@ func jobSpec(body map[string]json.RawMessage) (jobs.Spec, error) {
 			return spec, fmt.Errorf(`"max_attempts" %d: want 1 to %d`, spec.MaxAttempts, jobs.MaxMaxAttempts)
 		}
 		delete(body, "max_attempts")
+	}
+	if raw, ok := body["after"]; ok {
+		if string(raw) == "null" || json.Unmarshal(raw, &spec.After) != nil {
+			return spec, fmt.Errorf(`"after": want %s, got %.40s`, jobFields.want["after"], raw)
+		}
+		delete(body, "after")
+	}
+	if raw, ok := body["even_on_failure"]; ok {
+		if json.Unmarshal(raw, &spec.EvenOnFailure) != nil {
+			return spec, fmt.Errorf(`"even_on_failure": want %s, got %.40s`, jobFields.want["even_on_failure"], raw)
+		}
+		delete(body, "even_on_failure")
 	}
 	if len(body) > 0 {
 		args, err := json.Marshal(body)
@@ -702,13 +720,15 @@ var (
 	jobFields = bodyFields{
 		example: `{"kind":"sleep","duration":"50ms"}`,
 		want: map[string]string{
-			"kind":         "a string: sleep or factorial",
-			"timeout":      `a duration as a string such as "2s"`,
-			"max_attempts": fmt.Sprintf("an integer from 1 to %d", jobs.MaxMaxAttempts),
-			"run_at":       `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
-			"delay":        `a duration as a string such as "10m"`,
-			"queue":        fmt.Sprintf(`a queue's name: 1 to %d letters, digits, '-' or '_' (default "default")`, jobs.MaxQueueName),
-			"priority":     fmt.Sprintf("an integer from 1 (first) to %d (last); default %d", jobs.MaxPriority, jobs.DefaultPriority),
+			"kind":            "a string: sleep or factorial",
+			"timeout":         `a duration as a string such as "2s"`,
+			"max_attempts":    fmt.Sprintf("an integer from 1 to %d", jobs.MaxMaxAttempts),
+			"run_at":          `a time in RFC 3339 such as "2026-11-25T18:00:00Z"`,
+			"delay":           `a duration as a string such as "10m"`,
+			"queue":           fmt.Sprintf(`a queue's name: 1 to %d letters, digits, '-' or '_' (default "default")`, jobs.MaxQueueName),
+			"priority":        fmt.Sprintf("an integer from 1 (first) to %d (last); default %d", jobs.MaxPriority, jobs.DefaultPriority),
+			"after":           fmt.Sprintf("an array of up to %d job ids the job waits for", jobs.MaxAfter),
+			"even_on_failure": "true or false: run once every job of \"after\" has ended, whatever its end (default: a parent without success cancels the job)",
 		},
 	}
 )

@@ -155,7 +155,7 @@ func TestBadInputGetsAClearAnswer(t *testing.T) {
 		{"wrong method on jobs", "DELETE", "/v1/jobs", ``, 405, "allowed: GET, POST"},
 		{"wrong method on counts", "POST", "/v1/jobs/counts", ``, 405, "allowed: GET"},
 		{"wrong method on retry", "GET", "/v1/jobs/0123456789abcdef/retry", ``, 405, "allowed: POST"},
-		{"list: unknown state", "GET", "/v1/jobs?state=lost", ``, 400, `"state" "lost": want one of scheduled, queued, running, retrying, succeeded, failed, timed_out, canceled, not_run`},
+		{"list: unknown state", "GET", "/v1/jobs?state=lost", ``, 400, `"state" "lost": want one of scheduled, waiting, queued, running, retrying, succeeded, failed, timed_out, canceled, not_run`},
 		{"list: limit not a number", "GET", "/v1/jobs?limit=ten", ``, 400, `"limit" "ten": want an integer from 1 to 1000`},
 		{"list: limit 0", "GET", "/v1/jobs?limit=0", ``, 400, `"limit" "0": want an integer from 1 to 1000`},
 		{"list: negative limit", "GET", "/v1/jobs?limit=-1", ``, 400, `"limit" "-1"`},

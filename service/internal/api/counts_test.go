@@ -54,6 +54,7 @@ crewd_jobs{state="running"} 0
 crewd_jobs{state="scheduled"} 2
 crewd_jobs{state="succeeded"} 0
 crewd_jobs{state="timed_out"} 0
+crewd_jobs{state="waiting"} 0
 # HELP crewd_jobs_counted 1 if the scrape's count of the jobs by state (crewd_jobs) answered within its timeout, else 0 and crewd_jobs is left out.
 # TYPE crewd_jobs_counted gauge
 crewd_jobs_counted 1

@@ -83,7 +83,7 @@ func TestListCountsAndRetry(t *testing.T) {
 		t.Fatalf("no failed jobs: %d %v, want an empty list", a.code, a.body)
 	}
 	a = f.do(t, "GET", "/v1/jobs/counts", "")
-	if counts, _ := a.body["counts"].(map[string]any); a.code != 200 || len(counts) != 9 || counts["succeeded"] != 5.0 || counts["timed_out"] != 1.0 || counts["queued"] != 0.0 {
+	if counts, _ := a.body["counts"].(map[string]any); a.code != 200 || len(counts) != 10 || counts["succeeded"] != 5.0 || counts["timed_out"] != 1.0 || counts["queued"] != 0.0 {
 		t.Fatalf("counts: %d %v", a.code, a.body)
 	}
 

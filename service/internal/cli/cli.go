@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,9 +30,11 @@ const (
 const URLVar = "CREW_URL"
 
 const usage = `usage: crewd jobs list [-state S] [-kind K] [-queue Q] [-limit N] [-after CURSOR]
-       crewd jobs get ID | cancel ID | retry ID | delete ID | counts | ends [-minutes N]
+       crewd jobs get ID | wait ID | cancel ID | retry ID | delete ID | counts | ends [-minutes N]
+       crewd jobs after ID PARENT... (a waiting job, a batch's callback, waits for these too)
        crewd queues [list] | pause NAME [-until RFC3339] | resume NAME
        crewd replicas
+       crewd workflows get ID | cancel ID | retry ID
        crewd dash [-every 2s] [-once]
 flags, anywhere: -url (crewd's API, $CREW_URL, default http://127.0.0.1:8080),
 -token-file (a file whose first line is the token; default $CREW_API_TOKEN), -json (the API's answer as it is)`
@@ -95,6 +98,13 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 	if len(rest) > 0 {
 		verb, rest = rest[0], rest[1:]
 	}
+	if what == "jobs" && verb == "wait" {
+		if len(rest) != 1 || rest[0] == "" {
+			fmt.Fprintln(stderr, usage)
+			return ExitUsage
+		}
+		return c.wait(rest[0], stdout, stderr, *asJSON)
+	}
 	call, ok := c.calls(what, verb, rest, *state, *kind, *queue, *limit, *after, *until, *minutes)
 	if !ok {
 		fmt.Fprintln(stderr, usage)
@@ -102,7 +112,7 @@ func Run(what string, args []string, getenv func(string) string, stdout, stderr 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	status, body, err := c.do(ctx, call.method, call.path)
+	status, body, err := c.send(ctx, call.method, call.path, call.body)
 	if err != nil {
 		fmt.Fprintf(stderr, "crewd %s %s: %v\n", what, verb, err)
 		return ExitFail
@@ -141,6 +151,7 @@ func cmpOr(a, b string) string {
 type call struct {
 	method, path string
 	print        func(w io.Writer, body []byte) error
+	body         []byte // JSON, or nil
 }
 
 func (c *client) calls(what, verb string, rest []string, state, kind, queue string, limit int, after, until string, minutes int) (call, bool) {
@@ -168,30 +179,42 @@ func (c *client) calls(what, verb string, rest []string, state, kind, queue stri
 		if len(q) > 0 {
 			path += "?" + q.Encode()
 		}
-		return call{"GET", path, printJobs}, true
+		return call{"GET", path, printJobs, nil}, true
 	case "jobs counts":
-		return call{"GET", "/v1/jobs/counts", printCounts}, len(rest) == 0
+		return call{"GET", "/v1/jobs/counts", printCounts, nil}, len(rest) == 0
 	case "jobs ends":
 		path := "/v1/jobs/ends"
 		if minutes != 0 {
 			path += "?minutes=" + fmt.Sprint(minutes)
 		}
-		return call{"GET", path, printEnds}, len(rest) == 0
+		return call{"GET", path, printEnds, nil}, len(rest) == 0
 	case "jobs get", "jobs cancel", "jobs retry", "jobs delete":
 		id, ok := one()
 		switch verb {
 		case "get":
-			return call{"GET", "/v1/jobs/" + id, printJob}, ok
+			return call{"GET", "/v1/jobs/" + id, printJob, nil}, ok
 		case "cancel":
-			return call{"DELETE", "/v1/jobs/" + id, printJob}, ok
+			return call{"DELETE", "/v1/jobs/" + id, printJob, nil}, ok
 		case "delete":
-			return call{"DELETE", "/v1/jobs/" + id + "/record", printDeleted}, ok
+			return call{"DELETE", "/v1/jobs/" + id + "/record", printDeleted, nil}, ok
 		}
-		return call{"POST", "/v1/jobs/" + id + "/retry", printJob}, ok
+		return call{"POST", "/v1/jobs/" + id + "/retry", printJob, nil}, ok
+	case "jobs after":
+		if len(rest) < 2 || rest[0] == "" {
+			return call{}, false
+		}
+		body, _ := json.Marshal(map[string][]string{"after": rest[1:]})
+		return call{"POST", "/v1/jobs/" + url.PathEscape(rest[0]) + "/after", printJob, body}, true
+	case "workflows get", "workflows cancel", "workflows retry":
+		id, ok := one()
+		if verb != "get" {
+			return call{"POST", "/v1/workflows/" + id + "/" + verb, printWorkflow, nil}, ok
+		}
+		return call{"GET", "/v1/workflows/" + id, printWorkflow, nil}, ok
 	case "replicas list":
-		return call{"GET", "/v1/replicas", printReplicas}, len(rest) == 0
+		return call{"GET", "/v1/replicas", printReplicas, nil}, len(rest) == 0
 	case "queues list":
-		return call{"GET", "/v1/queues", printQueues}, len(rest) == 0
+		return call{"GET", "/v1/queues", printQueues, nil}, len(rest) == 0
 	case "queues pause", "queues resume":
 		name, ok := one()
 		path := "/v1/queues/" + name + "/" + verb
@@ -201,7 +224,7 @@ func (c *client) calls(what, verb string, rest []string, state, kind, queue stri
 			}
 			path += "?" + url.Values{"until": {until}}.Encode()
 		}
-		return call{"POST", path, nil}, ok
+		return call{"POST", path, nil, nil}, ok
 	}
 	return call{}, false
 }
@@ -211,9 +234,19 @@ type client struct {
 	http *http.Client
 }
 
-// do sends one request and reads its answer, at most 16 MiB.
+// do sends one request without a body and reads its answer.
 func (c *client) do(ctx context.Context, method, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.send(ctx, method, path, nil)
+}
+
+// send sends one request, with body if not nil, and reads its answer, at
+// most 16 MiB.
+func (c *client) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -225,8 +258,8 @@ func (c *client) do(ctx context.Context, method, path string) (int, []byte, erro
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	return resp.StatusCode, body, err
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return resp.StatusCode, answer, err
 }
 
 // Main is Run with the process's environment.

@@ -20,7 +20,8 @@ import (
 	"github.com/crew-go/crew/service/internal/kinds"
 )
 
-// TestJobsFromTheCommandLine: crewd jobs and crewd queues against a
+// TestJobsFromTheCommandLine: crewd jobs, crewd queues and crewd
+// workflows against a
 // crewd that asks for tokens: a list filtered by state, a job read,
 // canceled and retried, the counts, as a table and as JSON; refusals
 // (no token, a scope lacking, an unknown job, a bad verb) with their exit
@@ -29,7 +30,7 @@ func TestJobsFromTheCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
 	tokens := map[string]string{}
-	for name, scopes := range map[string]string{"ops": "jobs:read,jobs:admin", "reader": "jobs:read"} {
+	for name, scopes := range map[string]string{"ops": "jobs:read,jobs:admin,jobs:submit", "reader": "jobs:read"} {
 		tok, line, err := auth.New(name, scopes)
 		if err != nil {
 			t.Fatal(err)
@@ -58,6 +59,21 @@ func TestJobsFromTheCommandLine(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	defer srv.Close()
 	long, err := r.Submit(context.Background(), jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"50s"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter, err := r.Submit(context.Background(), jobs.Spec{Kind: "factorial", Args: []byte(`{"n":3}`), After: []string{long.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := r.Submit(context.Background(), jobs.Spec{Kind: "factorial", Args: []byte(`{"n":4}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, _, err := jobs.SubmitWorkflow(context.Background(), r, []jobs.Step{
+		{Name: "first", Spec: jobs.Spec{Kind: "sleep", Args: []byte(`{"duration":"50s"}`)}},
+		{Name: "then", Spec: jobs.Spec{Kind: "factorial", Args: []byte(`{"n":3}`)}, After: []string{"first"}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +106,19 @@ func TestJobsFromTheCommandLine(t *testing.T) {
 		{tokens["reader"], "jobs", []string{"cancel", long.ID}, 1, "", "403 Forbidden: token reader lacks scope jobs:admin"},
 		{"", "jobs", []string{"list"}, 1, "", "401 Unauthorized: a token is required"},
 		{tokens["ops"], "jobs", []string{"get", "0123456789abcdef"}, 1, "", "404 Not Found"},
+		{tokens["reader"], "jobs", []string{"after", waiter.ID, member.ID}, 1, "", "403 Forbidden: token reader lacks scope jobs:submit"},
+		{tokens["ops"], "jobs", []string{"after", waiter.ID}, 2, "", "usage"},
+		{tokens["ops"], "jobs", []string{"after", waiter.ID, "nope"}, 1, "", `"after"[0] "nope": not a job id`},
+		{tokens["ops"], "jobs", []string{"after", waiter.ID, member.ID}, 0, member.ID, ""},
 		{tokens["ops"], "jobs", []string{"cancel", long.ID}, 0, "canceled", ""},
 		{tokens["ops"], "jobs", []string{"retry", long.ID}, 0, "retries", ""},
 		{tokens["ops"], "queues", nil, 1, "", "501"},
 		{tokens["ops"], "jobs", []string{"delete", long.ID}, 1, "", "409 Conflict: job " + long.ID + " has not ended"},
 		{tokens["reader"], "jobs", []string{"ends"}, 1, "", "501"},
+		{tokens["reader"], "workflows", []string{"get", wf.ID}, 0, "then   ", ""},
+		{tokens["reader"], "workflows", []string{"cancel", wf.ID}, 1, "", "403 Forbidden"},
+		{tokens["ops"], "workflows", []string{"cancel", wf.ID}, 0, "2 canceled", ""},
+		{tokens["ops"], "workflows", []string{"get", long.ID}, 1, "", "404 Not Found: no workflow"},
 		{tokens["reader"], "dash", []string{"-once"}, 0, "JOBS", ""},
 		{tokens["reader"], "dash", []string{"now"}, 2, "", "usage"},
 		{tokens["ops"], "jobs", []string{"explode"}, 2, "", "usage: crewd jobs"},

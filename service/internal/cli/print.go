@@ -27,12 +27,24 @@ func printJobs(w io.Writer, body []byte) error {
 	return nil
 }
 
+// maxParentsShown is how many of a job's parents printJob lists: a join
+// may have thousands.
+const maxParentsShown = 20
+
 func printJob(w io.Writer, body []byte) error {
 	var r jobs.Record
 	if err := json.Unmarshal(body, &r); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "id\t%s\nkind\t%s\nqueue\t%s\nstate\t%s\nattempts\t%d\ncreated\t%s\n", r.ID, r.Kind, cmpOr(r.Queue, jobs.DefaultQueue), r.State, r.Attempts, r.Created.UTC().Format(time.RFC3339))
+	if r.Progress != nil {
+		fmt.Fprintf(w, "progress\t%s\n", progressLine(r.Progress, time.Now()))
+	}
+	if n := len(r.After); n > maxParentsShown {
+		fmt.Fprintf(w, "after\t%s … (%d in all; -json lists them)\n", strings.Join(r.After[:maxParentsShown], " "), n)
+	} else if n > 0 {
+		fmt.Fprintf(w, "after\t%s\n", strings.Join(r.After, " "))
+	}
 	if r.Retries > 0 {
 		fmt.Fprintf(w, "retries\t%d\n", r.Retries)
 	}
@@ -139,6 +151,51 @@ func printEnds(w io.Writer, body []byte) error {
 	fmt.Fprintln(w, "MINUTE\tSUCCEEDED\tFAILED\tTIMED OUT\tCANCELED")
 	for _, m := range e.Minutes {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", m.Minute.UTC().Format("15:04"), m.Counts[jobs.Succeeded], m.Counts[jobs.Failed], m.Counts[jobs.TimedOut], m.Counts[jobs.Canceled])
+	}
+	return nil
+}
+
+// progressLine is a running job's progress for a person: its percentage,
+// its note and how long ago it was reported.
+func progressLine(p *jobs.ProgressReport, now time.Time) string {
+	s := fmt.Sprintf("%.0f%%", 100*p.Fraction)
+	if p.Note != "" {
+		s += " " + p.Note
+	}
+	return s + fmt.Sprintf(" (%v ago)", now.Sub(p.At).Round(time.Second))
+}
+
+// printWorkflow prints a workflow: its state and counts, then a line a
+// step (its name, job, state, and the steps it waits for).
+func printWorkflow(w io.Writer, body []byte) error {
+	var wf struct {
+		ID     string
+		State  jobs.State
+		Counts jobs.Counts
+		Steps  []struct {
+			Name, ID string
+			After    []string
+			State    jobs.State
+			Error    string
+		}
+	}
+	if err := json.Unmarshal(body, &wf); err != nil {
+		return err
+	}
+	state := "running"
+	if wf.State.Terminal() {
+		state = "ended"
+	}
+	var counts []string
+	for _, s := range jobs.States {
+		if n := wf.Counts[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(w, "workflow %s %s: %d steps, %s\n", wf.ID, state, len(wf.Steps), strings.Join(counts, ", "))
+	fmt.Fprintln(w, "STEP\tJOB\tSTATE\tAFTER\tERROR")
+	for _, s := range wf.Steps {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.ID, s.State, strings.Join(s.After, ","), s.Error)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package kinds is crewd's kinds of job, registered with the jobs library
-// the way any program's are: sleep (wait a while, to load the service)
-// and factorial (the article's computation).
+// the way any program's are: sleep (wait a while, to load the service;
+// it reports its progress once a second) and factorial (the article's
+// computation).
 package kinds
 
 import (
@@ -30,6 +31,34 @@ func (s Sleep) Validate() error {
 		return fmt.Errorf(`"duration" %v: want more than 0`, time.Duration(s.Duration))
 	}
 	return nil
+}
+
+// sleep runs a sleep job. Once a second it reports how much of its
+// duration has gone (jobs.Progress), so that a sleep of a second or more
+// shows its progress; a shorter one, as the load generator's are, reports
+// nothing and costs no write.
+func sleep(ctx context.Context, s Sleep) (any, error) {
+	d := time.Duration(s.Duration)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-t.C:
+			if time.Now().Before(s.FailUntil) {
+				return nil, fmt.Errorf("sleep job: failing until %s", s.FailUntil.Format(time.RFC3339))
+			}
+			return nil, nil
+		case <-every.C:
+			if slept := time.Since(start); slept < d { // not the tick of its end
+				_ = jobs.Progress(ctx, float64(slept)/float64(d), fmt.Sprintf("slept %v of %v", slept.Round(time.Second), d))
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Factorial computes N!.
@@ -62,19 +91,8 @@ func Of(n int) uint64 {
 // New returns crewd's kinds.
 func New() *jobs.Kinds {
 	var ks jobs.Kinds
-	must(jobs.Register(&ks, func(ctx context.Context, s Sleep) (any, error) {
-		t := time.NewTimer(time.Duration(s.Duration))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			if time.Now().Before(s.FailUntil) {
-				return nil, fmt.Errorf("sleep job: failing until %s", s.FailUntil.Format(time.RFC3339))
-			}
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}))
+	must(jobs.Register(&ks, sleep))
+	must(jobs.RegisterWorkflow(&ks)) // the workflows' own jobs (POST /v1/workflows)
 	must(jobs.Register(&ks, func(_ context.Context, f Factorial) (uint64, error) { return Of(*f.N), nil }))
 	return &ks
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"crypto/rand"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -50,8 +51,9 @@ func (u *UI) init() {
 		_, _ = rand.Read(u.processKey[:])
 		u.pages = map[string]*template.Template{}
 		funcs := template.FuncMap{"terminal": func(s jobs.State) bool { return s.Terminal() },
-			"ago": func(t time.Time) string { return roundDuration(time.Since(t)) }, "dur": roundDuration}
-		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "confirm", "message"} {
+			"ago": func(t time.Time) string { return roundDuration(time.Since(t)) }, "dur": roundDuration,
+			"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }}
+		for _, name := range []string{"login", "overview", "jobs", "job", "failures", "periodic", "workflow", "confirm", "message"} {
 			u.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
 		}
 	})
@@ -70,6 +72,9 @@ func (u *UI) Handler() http.Handler {
 	mux.Handle("GET /ui/jobs", u.page(u.jobList))
 	mux.Handle("GET /ui/jobs/{id}", u.page(u.job))
 	mux.Handle("GET /ui/failures", u.page(u.failuresPage))
+	mux.Handle("GET /ui/workflows/{id}", u.page(u.workflowPage))
+	mux.Handle("POST /ui/workflows/{id}/cancel", u.action(u.workflowAction(false)))
+	mux.Handle("POST /ui/workflows/{id}/retry", u.action(u.workflowAction(true)))
 	mux.Handle("GET /ui/periodic", u.page(u.periodicPage))
 	mux.Handle("POST /ui/periodic/{name}/delete", u.action(u.deletePeriodic))
 	mux.Handle("POST /ui/failures/retry", u.action(u.retryGroup))

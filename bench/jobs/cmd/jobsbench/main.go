@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/crew-go/crew/jobs"
 )
 
 func main() {
@@ -61,6 +63,7 @@ type options struct {
 	Workers    int
 	Rounds     int
 	Kill       bool
+	Workflow   int // steps of the dependencies' measurement (0: none)
 	KillJobs   int
 	KillSleep  time.Duration
 	KillAfter  time.Duration
@@ -83,6 +86,7 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 	fs.IntVar(&o.Workers, "workers", 32, "jobs each system runs at once")
 	fs.IntVar(&o.Rounds, "rounds", 3, "rounds of the throughput test, the systems in turn in each (1 with -quick)")
 	fs.BoolVar(&o.Kill, "kill", true, "run the kill test")
+	fs.IntVar(&o.Workflow, "workflow", 1000, "steps of crew-jobs' fan-out/fan-in, against the same jobs plain (0: not run; at least 3)")
 	fs.IntVar(&o.KillJobs, "kill-jobs", 2000, "jobs in the kill test")
 	fs.DurationVar(&o.KillSleep, "kill-sleep", 200*time.Millisecond, "each job's sleep in the kill test")
 	fs.DurationVar(&o.KillAfter, "kill-after", 1500*time.Millisecond, "the workers are SIGKILLed this long after the first enqueue")
@@ -125,6 +129,8 @@ func parseFlags(args []string, usage io.Writer) (options, error) {
 		return o, errors.New("-producers and -workers: want at least 1")
 	case o.Sleep <= 0 || o.KillSleep <= 0:
 		return o, errors.New("-sleep and -kill-sleep: want more than 0")
+	case o.Workflow != 0 && (o.Workflow < 3 || o.Workflow > jobs.MaxSteps):
+		return o, fmt.Errorf("-workflow: want 0, or 3 to %d (a root, the steps, a join: a workflow's bound)", jobs.MaxSteps)
 	}
 	return o, nil
 }
@@ -226,6 +232,18 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 			r := throughput(ctx, s, tp, max(5*time.Minute, o.KillBound))
 			fmt.Fprintf(stdout, "  %-12s %s\n", s.Name(), r.line())
 			rep.Throughput = append(rep.Throughput, r)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	if o.Workflow > 0 && o.wants("crew-jobs") {
+		ws := scenario{Name: "workflow", Jobs: o.Workflow, Sleep: o.Sleep, Producers: o.Producers, Workers: o.Workers}
+		fmt.Fprintf(stdout, "== dependencies: a fan-out/fan-in of %d steps of %v against the same jobs plain, %d workers\n", ws.Jobs, ws.Sleep, ws.Workers)
+		for range o.Rounds {
+			r := workflowRound(ctx, tmp, ws, max(5*time.Minute, o.KillBound))
+			fmt.Fprintf(stdout, "  crew-jobs    %s\n", r.line())
+			rep.Workflow = append(rep.Workflow, r)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -26,6 +26,7 @@ type report struct {
 	Options    options
 	Throughput []throughputResult // every round's, in the order run
 	Kill       []killResult
+	Workflow   []workflowResult
 }
 
 func (r throughputResult) line() string {
@@ -76,6 +77,11 @@ func (rep report) err() error {
 	for _, r := range rep.Kill {
 		if r.Err != nil {
 			errs = append(errs, fmt.Errorf("%s kill: %w", r.System, r.Err))
+		}
+	}
+	for _, r := range rep.Workflow {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("crew-jobs workflow: %w", r.Err))
 		}
 	}
 	return errors.Join(errs...)
@@ -166,6 +172,7 @@ func (rep report) markdown() string {
 			fmt.Fprintf(&b, "- %s: killed %.2f s after the first enqueue; %s\n", k.System, k.KillAfter.Seconds(), k.line())
 		}
 	}
+	b.WriteString(workflowMarkdown(rep.Workflow, scenario{Jobs: o.Workflow, Sleep: o.Sleep, Producers: o.Producers, Workers: o.Workers}))
 	if err := rep.err(); err != nil {
 		fmt.Fprintf(&b, "\nErrors:\n\n```\n%v\n```\n", err)
 	}

@@ -122,6 +122,9 @@ from the Deployment, so every render runs it.
 {{- if or (lt (int $n.replicas) 1) (gt (int $n.replicas) 5) }}
 {{- fail (printf "crewd.nats.replicas = %d: want 1 to 5 (crewd refuses other values)" (int $n.replicas)) }}
 {{- end }}
+{{- if or (lt (int $n.partitions) 1) (gt (int $n.partitions) 256) }}
+{{- fail (printf "crewd.nats.partitions = %d: want 1 to 256 (crewd refuses other values)" (int $n.partitions)) }}
+{{- end }}
 {{- if and (eq $mode "bundled") (not (has (int .Values.nats.replicas) (list 3 5))) }}
 {{- fail (printf "nats.replicas = %d: want 3 or 5 (a quorum of a JetStream cluster)" (int .Values.nats.replicas)) }}
 {{- end }}
@@ -189,7 +192,9 @@ from the Deployment, so every render runs it.
 The backlog query KEDA's prometheus trigger reads: what waits anywhere, the
 pool's queue and blocked submitters over every pod plus the jobs waiting in
 the stream (the consumer's pending and ack-pending, natsjs_consumer_lag),
-taken once per stream: every pod reports the same lag.
+taken once per stream: every pod reports the same lag. With partitions,
+a pod's natsjs_consumer_lag{consumer} is every partition's lanes summed,
+labelled with partition 0's stream: one series a queue, still counted once.
 */}}
 {{- define "crewd.backlogQuery" -}}
 {{- if .Values.autoscaling.keda.prometheus.query }}

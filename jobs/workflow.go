@@ -1,0 +1,250 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// A workflow is a set of named steps, each a job that waits for the steps
+// it names (Step.After), submitted in one call (SubmitWorkflow) and read as
+// one object: the workflow's own job, of kind "workflow"
+// (RegisterWorkflow), waits for every step whatever its end, and its id is
+// the workflow's. Its arguments hold the graph (each step's name, id and
+// parents) while it waits; once every step has ended it succeeds, its
+// result the graph and the steps' counts by end (WorkflowResult). The
+// rules of dependencies (after.go) are the steps': a step that fails
+// cancels what waits on it, unless its dependant runs EvenOnFailure.
+
+// Step is a step of a workflow: its name (1 to MaxStepName bytes, unique
+// in the workflow), its job, and the names of the steps it waits for.
+type Step struct {
+	Name  string   `json:"name"`
+	Spec  Spec     `json:"spec"`
+	After []string `json:"after,omitempty"`
+}
+
+// MaxStepName is the longest step name.
+const MaxStepName = 64
+
+// MaxSteps is the most steps a workflow may have: its own job waits for
+// every one, and its arguments and result carry the graph.
+const MaxSteps = 1000
+
+// WorkflowStep is a step as its workflow keeps it: its name, its job's id,
+// and the names of the steps it waits for.
+type WorkflowStep struct {
+	Name  string   `json:"name"`
+	ID    string   `json:"id"`
+	After []string `json:"after,omitempty"`
+}
+
+// WorkflowArgs are the arguments of a workflow's own job: its steps,
+// parents first.
+type WorkflowArgs struct {
+	Steps []WorkflowStep `json:"steps"`
+}
+
+func (WorkflowArgs) Kind() string { return "workflow" }
+
+// Validate checks the steps as SubmitWorkflow made them.
+func (a WorkflowArgs) Validate() error {
+	if len(a.Steps) == 0 || len(a.Steps) > MaxSteps {
+		return fmt.Errorf(`"steps": %d, want 1 to %d`, len(a.Steps), MaxSteps)
+	}
+	return nil
+}
+
+// WorkflowResult is the result of a workflow's own job: its steps and how
+// many ended in each state.
+type WorkflowResult struct {
+	Steps []WorkflowStep `json:"steps"`
+	Ends  Counts         `json:"ends"`
+}
+
+// RegisterWorkflow registers the kind of a workflow's own job in ks: its
+// run counts its steps' ends (ParentEnds).
+func RegisterWorkflow(ks *Kinds) error {
+	return Register(ks, func(ctx context.Context, a WorkflowArgs) (WorkflowResult, error) {
+		ends, err := ParentEnds(ctx)
+		return WorkflowResult{Steps: a.Steps, Ends: ends}, err
+	})
+}
+
+// StepIDs are the job ids of steps, in their order.
+func StepIDs(steps []WorkflowStep) []string {
+	ids := make([]string, len(steps))
+	for i, s := range steps {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// WorkflowOf reads the steps of a workflow from its own job's record: its
+// arguments while it waits, its result once it has ended. A record of
+// another kind is ErrNotFound.
+func WorkflowOf(rec Record) ([]WorkflowStep, error) {
+	if rec.Kind != (WorkflowArgs{}).Kind() {
+		return nil, ErrNotFound
+	}
+	if rec.Spec != nil {
+		var a WorkflowArgs
+		err := json.Unmarshal(rec.Spec.Args, &a)
+		return a.Steps, err
+	}
+	res, err := ResultOf[WorkflowResult](rec)
+	return res.Steps, err
+}
+
+// SubmitWorkflow checks steps (names, parents named in the workflow, no
+// cycle, at most MaxSteps steps; an *InvalidError naming the fault, nothing
+// stored), then submits each step after its parents, parents first, then
+// the workflow's own job after every step. The record returned is that
+// job's: its id is the workflow's. A submit refused midway (the store out)
+// cancels the steps already stored before it returns its error. A step's
+// spec may not name ids in its own After: its parents are steps.
+func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step) (Record, []WorkflowStep, error) {
+	order, err := workflowOrder(steps)
+	if err != nil {
+		return Record{}, nil, err
+	}
+	ids := make(map[string]string, len(steps))
+	kept := make([]WorkflowStep, 0, len(steps))
+	undo := func(err error) (Record, []WorkflowStep, error) {
+		for _, s := range slices.Backward(kept) {
+			_, _, _ = r.Cancel(context.WithoutCancel(ctx), s.ID)
+		}
+		return Record{}, nil, err
+	}
+	for _, i := range order {
+		s := steps[i]
+		spec := s.Spec
+		spec.After = nil
+		for _, p := range s.After {
+			spec.After = append(spec.After, ids[p])
+		}
+		rec, err := r.Submit(ctx, spec)
+		if err != nil {
+			var invalid *InvalidError
+			if errors.As(err, &invalid) {
+				err = &InvalidError{fmt.Sprintf("step %q: %s", s.Name, invalid.Reason)}
+			}
+			return undo(err)
+		}
+		ids[s.Name] = rec.ID
+		kept = append(kept, WorkflowStep{Name: s.Name, ID: rec.ID, After: s.After})
+	}
+	spec, err := NewSpec(WorkflowArgs{Steps: kept})
+	if err != nil {
+		return undo(err)
+	}
+	for _, s := range kept {
+		spec.After = append(spec.After, s.ID)
+	}
+	spec.EvenOnFailure = true
+	rec, err := r.Submit(ctx, spec)
+	if err != nil {
+		return undo(err)
+	}
+	return rec, kept, nil
+}
+
+// workflowOrder checks steps and returns their indexes, each after its
+// parents (Kahn's order, ties in the order given).
+func workflowOrder(steps []Step) ([]int, error) {
+	if len(steps) == 0 || len(steps) > MaxSteps {
+		return nil, &InvalidError{fmt.Sprintf(`"steps": %d, want 1 to %d`, len(steps), MaxSteps)}
+	}
+	index := make(map[string]int, len(steps))
+	for i, s := range steps {
+		switch _, dup := index[s.Name]; {
+		case s.Name == "" || len(s.Name) > MaxStepName:
+			return nil, &InvalidError{fmt.Sprintf(`step %d: "name" %.80q: want 1 to %d bytes`, i, s.Name, MaxStepName)}
+		case dup:
+			return nil, &InvalidError{fmt.Sprintf(`step %q: named twice`, s.Name)}
+		case len(s.Spec.After) > 0:
+			return nil, &InvalidError{fmt.Sprintf(`step %q: its spec's "after" names jobs; a step names the steps it waits for`, s.Name)}
+		}
+		index[s.Name] = i
+	}
+	children := make([][]int, len(steps))
+	left := make([]int, len(steps))
+	for i, s := range steps {
+		seen := map[string]bool{}
+		for _, p := range s.After {
+			j, ok := index[p]
+			switch {
+			case !ok:
+				return nil, &InvalidError{fmt.Sprintf(`step %q: "after" %.80q: no such step`, s.Name, p)}
+			case seen[p]:
+				return nil, &InvalidError{fmt.Sprintf(`step %q: "after" %q named twice`, s.Name, p)}
+			}
+			seen[p] = true
+			children[j] = append(children[j], i)
+			left[i]++
+		}
+	}
+	var order []int
+	for i := range steps {
+		if left[i] == 0 {
+			order = append(order, i)
+		}
+	}
+	for k := 0; k < len(order); k++ {
+		for _, c := range children[order[k]] {
+			if left[c]--; left[c] == 0 {
+				order = append(order, c)
+			}
+		}
+	}
+	if len(order) < len(steps) {
+		var cycle []string
+		for i, n := range left {
+			if n > 0 {
+				cycle = append(cycle, steps[i].Name)
+			}
+		}
+		return nil, &InvalidError{fmt.Sprintf(`"steps": a cycle among %q`, cycle)}
+	}
+	return order, nil
+}
+
+// RetryWorkflow runs again the steps of a workflow that ended without
+// success (failed, timed out, canceled, not run), parents first, so that
+// each waits for its parents retried (Retry has a job with parents wait
+// for them again); a succeeded step is not run again, and one not ended is
+// left as it is. It returns the steps retried; the first error stops it.
+func RetryWorkflow(ctx context.Context, r Retrier, steps []WorkflowStep) ([]WorkflowStep, error) {
+	var retried []WorkflowStep
+	for _, s := range steps {
+		rec, err := r.Get(ctx, s.ID)
+		if err != nil {
+			return retried, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+		if !rec.State.Terminal() || rec.State == Succeeded {
+			continue
+		}
+		if _, err := r.Retry(ctx, s.ID); err != nil {
+			return retried, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+		retried = append(retried, s)
+	}
+	return retried, nil
+}
+
+// CancelWorkflow cancels every step of a workflow not ended (what waits on
+// a step canceled is canceled in turn, and the workflow's own job then
+// ends, counting them). A step that ends meanwhile is left as it is; the
+// first other error stops it.
+func CancelWorkflow(ctx context.Context, r Canceler, steps []WorkflowStep) error {
+	for _, s := range steps {
+		_, _, err := r.Cancel(ctx, s.ID)
+		var ended *EndedError
+		if err != nil && !errors.As(err, &ended) {
+			return fmt.Errorf("step %q: %w", s.Name, err)
+		}
+	}
+	return nil
+}
