@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -14,8 +15,11 @@ import (
 //     once in effect like any other job;
 //   - a parent that ended without success cancels it (Canceled, while
 //     Waiting, its Error naming the parent), at once, without waiting for
-//     the other parents, unless Spec.EvenOnFailure; a canceled job's own
-//     dependants are canceled in turn;
+//     the other parents, unless Spec.EvenOnFailure (CanceledBy); a
+//     canceled job's own dependants are canceled in turn;
+//   - a job waits for its Spec.Gate too (WaitsFor), which cancels it
+//     whatever EvenOnFailure says, and which its run does not see as a
+//     parent;
 //   - a parent must be known to the store when the job is submitted: an
 //     unknown one is an *InvalidError naming it, and nothing is stored;
 //   - cancelling a waiting job cancels it like a queued one.
@@ -45,6 +49,12 @@ func checkAfter(spec Spec) error {
 	switch {
 	case len(spec.After) == 0 && spec.EvenOnFailure:
 		return &InvalidError{`"even_on_failure" without "after": it says what a parent's failure does`}
+	case spec.Gate != "" && !ValidID(spec.Gate):
+		return &InvalidError{fmt.Sprintf(`"gate" %.40q: not a job id`, spec.Gate)}
+	case spec.Gate != "" && (!spec.RunAt.IsZero() || spec.Delay != 0):
+		return &InvalidError{`"gate" with "run_at" or "delay": a job waits for its gate or for a time, not both`}
+	case spec.Gate != "" && slices.Contains(spec.After, spec.Gate):
+		return &InvalidError{fmt.Sprintf(`"gate" %s: among "after" too`, spec.Gate)}
 	case len(spec.After) == 0:
 		return nil
 	case len(spec.After) > MaxAfter:
@@ -63,6 +73,22 @@ func checkAfter(spec Spec) error {
 		seen[id] = true
 	}
 	return nil
+}
+
+// CanceledBy tells whether a parent's end in state st cancels a waiting
+// job of spec: an end without success does, unless EvenOnFailure and the
+// parent is not the job's Gate. Every store decides with it.
+func (spec Spec) CanceledBy(parent string, st State) bool {
+	return st != Succeeded && (!spec.EvenOnFailure || parent == spec.Gate)
+}
+
+// WaitsFor is every job a job of spec waits for: its parents, then its
+// gate.
+func (spec Spec) WaitsFor() []string {
+	if spec.Gate == "" {
+		return spec.After
+	}
+	return append(slices.Clip(spec.After), spec.Gate)
 }
 
 // ParentAdder is a store whose waiting jobs take more parents while they

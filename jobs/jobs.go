@@ -90,6 +90,12 @@ type Spec struct {
 	// EvenOnFailure runs a job with After once its parents have ended,
 	// whatever their ends.
 	EvenOnFailure bool `json:"even_on_failure,omitempty"`
+	// Gate is a job this one waits for that is none of its parents: it
+	// must succeed (its end without success cancels this job whatever
+	// EvenOnFailure says), and this job's run does not see it (Info.After,
+	// ParentEnds). A workflow's steps wait for its gate, opened by the
+	// submit's commit (SubmitWorkflow). Not with RunAt or Delay.
+	Gate string `json:"gate,omitempty"`
 	// Submitter names who submitted the job, as the submitting program
 	// knows them (crewd: the name of the API token that did); "" for no
 	// one named. It travels beside the job, not in it: it is no part of

@@ -313,7 +313,7 @@ type Prepared struct {
 	RunAt       time.Time // the spec's (or its Delay from now), when it is a second or more ahead
 	Body        []byte    // the Spec as it travels: kind, normalised arguments, timeout, RunAt
 	Submitter   string    // the spec's, which travels beside Body
-	After       []string  // the spec's parents (Spec.After)
+	After       []string  // the jobs it waits for (Spec.WaitsFor: its parents and its gate)
 	Run         func(ctx context.Context) (json.RawMessage, error)
 	given       []byte   // the spec as it was given, where Body is not (its time resolved)
 	delay       Duration // the spec's Delay, when RunAt was resolved from it
@@ -397,7 +397,7 @@ func (ks *Kinds) Prepare(spec Spec, def, max time.Duration) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Priority: priority, Timeout: timeout, MaxAttempts: spec.MaxAttempts, Submitter: spec.Submitter, After: spec.After, Run: run}
+	job := Prepared{Queue: cmp.Or(spec.Queue, DefaultQueue), Priority: priority, Timeout: timeout, MaxAttempts: spec.MaxAttempts, Submitter: spec.Submitter, After: spec.WaitsFor(), Run: run}
 	if job.MaxAttempts == 0 {
 		job.MaxAttempts = k.maxAttempts
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // A workflow is a set of named steps, each a job that waits for the steps
@@ -45,6 +44,9 @@ type WorkflowStep struct {
 // parents first.
 type WorkflowArgs struct {
 	Steps []WorkflowStep `json:"steps"`
+	// Gate is the job every step waits for, opened by the submit's commit
+	// (workflow_commit.go).
+	Gate string `json:"gate,omitempty"`
 }
 
 func (WorkflowArgs) Kind() string { return "workflow" }
@@ -64,9 +66,13 @@ type WorkflowResult struct {
 	Ends  Counts         `json:"ends"`
 }
 
-// RegisterWorkflow registers the kind of a workflow's own job in ks: its
-// run counts its steps' ends (ParentEnds).
+// RegisterWorkflow registers the kinds of a workflow's own job in ks (its
+// run counts its steps' ends, ParentEnds) and of its deadline and gate
+// (workflow_commit.go).
 func RegisterWorkflow(ks *Kinds) error {
+	if err := registerCommit(ks); err != nil {
+		return err
+	}
 	return Register(ks, func(ctx context.Context, a WorkflowArgs) (WorkflowResult, error) {
 		ends, err := ParentEnds(ctx)
 		return WorkflowResult{Steps: a.Steps, Ends: ends}, err
@@ -100,24 +106,35 @@ func WorkflowOf(rec Record) ([]WorkflowStep, error) {
 
 // SubmitWorkflow checks steps (names, parents named in the workflow, no
 // cycle, at most MaxSteps steps; an *InvalidError naming the fault, nothing
-// stored), then submits each step after its parents, parents first, then
-// the workflow's own job after every step. The record returned is that
-// job's: its id is the workflow's. A submit refused midway (the store out)
-// cancels the steps already stored before it returns its error. A step's
-// spec may not name ids in its own After: its parents are steps.
-func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step) (Record, []WorkflowStep, error) {
+// stored), then submits the workflow whole or not at all
+// (workflow_commit.go): its deadline and gate, each step after its parents,
+// parents first, and after the gate, the workflow's own job after every
+// step, then its commit. The record returned is the workflow's own job's:
+// its id is the workflow's. A submit refused midway cancels what it stored
+// before it returns its error; one that stops (its process killed) leaves
+// its steps to be canceled at its deadline. A step's spec may not name ids
+// in its own After or Gate: its parents are steps.
+func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step, opts ...WorkflowOption) (Record, []WorkflowStep, error) {
 	order, err := workflowOrder(steps)
 	if err != nil {
 		return Record{}, nil, err
 	}
-	ids := make(map[string]string, len(steps))
-	kept := make([]WorkflowStep, 0, len(steps))
-	undo := func(err error) (Record, []WorkflowStep, error) {
-		for _, s := range slices.Backward(kept) {
-			_, _, _ = r.Cancel(context.WithoutCancel(ctx), s.ID)
-		}
+	cfg := workflowConfig{within: CommitWithin}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.within <= 0 {
+		return Record{}, nil, &InvalidError{fmt.Sprintf("commit within %v: want more than 0", cfg.within)}
+	}
+	g, err := openGate(ctx, r, cfg.within)
+	if err != nil {
 		return Record{}, nil, err
 	}
+	undo := func(err error) (Record, []WorkflowStep, error) {
+		return Record{}, nil, g.undo(ctx, err)
+	}
+	ids := make(map[string]string, len(steps))
+	kept := make([]WorkflowStep, 0, len(steps))
 	for _, i := range order {
 		s := steps[i]
 		spec := s.Spec
@@ -125,6 +142,7 @@ func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step) (Record, []Wo
 		for _, p := range s.After {
 			spec.After = append(spec.After, ids[p])
 		}
+		g.behind(&spec)
 		rec, err := r.Submit(ctx, spec)
 		if err != nil {
 			var invalid *InvalidError
@@ -136,7 +154,7 @@ func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step) (Record, []Wo
 		ids[s.Name] = rec.ID
 		kept = append(kept, WorkflowStep{Name: s.Name, ID: rec.ID, After: s.After})
 	}
-	spec, err := NewSpec(WorkflowArgs{Steps: kept})
+	spec, err := NewSpec(WorkflowArgs{Steps: kept, Gate: g.gate})
 	if err != nil {
 		return undo(err)
 	}
@@ -144,9 +162,13 @@ func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step) (Record, []Wo
 		spec.After = append(spec.After, s.ID)
 	}
 	spec.EvenOnFailure = true
+	g.behind(&spec)
 	rec, err := r.Submit(ctx, spec)
 	if err != nil {
 		return undo(err)
+	}
+	if err := g.commit(ctx); err != nil {
+		return Record{}, nil, err
 	}
 	return rec, kept, nil
 }
@@ -164,8 +186,8 @@ func workflowOrder(steps []Step) ([]int, error) {
 			return nil, &InvalidError{fmt.Sprintf(`step %d: "name" %.80q: want 1 to %d bytes`, i, s.Name, MaxStepName)}
 		case dup:
 			return nil, &InvalidError{fmt.Sprintf(`step %q: named twice`, s.Name)}
-		case len(s.Spec.After) > 0:
-			return nil, &InvalidError{fmt.Sprintf(`step %q: its spec's "after" names jobs; a step names the steps it waits for`, s.Name)}
+		case len(s.Spec.After) > 0 || s.Spec.Gate != "":
+			return nil, &InvalidError{fmt.Sprintf(`step %q: its spec's "after" or "gate" names jobs; a step names the steps it waits for`, s.Name)}
 		}
 		index[s.Name] = i
 	}

@@ -271,7 +271,8 @@ func waitEnd(t *testing.T, r jobs.Runner, id string) jobs.Record {
 // jobs.SubmitWorkflow: a diamond workflow's steps run in order, the join
 // with both results, and its own job ends with the graph and the counts;
 // a step that fails cancels what waits on it, and the workflow still ends;
-// a cycle, a step unknown or named twice is refused, nothing stored.
+// a cycle, a step unknown or named twice is refused, nothing stored; and
+// a workflow is submitted whole or not at all (checkCommit).
 func CheckWorkflow(t *testing.T, r jobs.Canceler) {
 	t.Helper()
 	ctx := context.Background()
@@ -359,6 +360,7 @@ func CheckWorkflow(t *testing.T, r jobs.Canceler) {
 			t.Errorf("a workflow with %s: %v, want an *InvalidError", what, err)
 		}
 	}
+	checkCommit(t, r)
 }
 
 // checkGrowth holds a store's AddAfter to its rules: a batch's callback

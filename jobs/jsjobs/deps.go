@@ -19,7 +19,7 @@ import (
 // Partitioned store) keep each waiting job's count of parents left, and
 // the parents each waiting job waits for, rebuilt from the records at the
 // tails' start. When the count reaches 0 (or a parent ended without
-// success, which cancels the job unless EvenOnFailure), each process
+// success, which cancels the job as jobs.Spec.CanceledBy says), each process
 // settles the job (settleWaiting): the one whose write over the waiting
 // revision lands decides, the others find the record changed. A release
 // publishes the job's message as a Retry does, named by the waiting
@@ -69,11 +69,11 @@ type deps struct {
 
 // dependant is a waiting job: its parents left, and how it ends.
 type dependant struct {
-	seq           uint64 // its waiting record's revision
-	after         []string
-	left          int
-	evenOnFailure bool
-	decided       bool
+	seq     uint64 // its waiting record's revision
+	after   []string
+	left    int
+	rule    jobs.Spec // what a parent's failure does: its EvenOnFailure and Gate (CanceledBy)
+	decided bool
 }
 
 // decision is how a waiting job, its record at revision seq, is to be
@@ -97,7 +97,7 @@ func (d *deps) follow() { d.following.Do(d.tails) }
 // revision than the one noted is the job waiting again (a Retry): the
 // bucket keeps a key's latest revision only, so the tail may never read
 // the end in between.
-func (d *deps) record(k jobKey, seq uint64, st jobs.State, after []string, evenOnFailure bool) {
+func (d *deps) record(k jobKey, seq uint64, st jobs.State, after []string, rule jobs.Spec) {
 	if d == nil {
 		return
 	}
@@ -107,7 +107,7 @@ func (d *deps) record(k jobKey, seq uint64, st jobs.State, after []string, evenO
 		if w, ok := d.waiting[k]; ok && w.seq < seq {
 			d.forget(k)
 		}
-		d.add(k, seq, after, evenOnFailure)
+		d.add(k, seq, after, rule)
 		return
 	}
 	// Settled (by this process or another), or canceled: forgotten.
@@ -155,11 +155,11 @@ func (d *deps) forget(k jobKey) {
 
 // add notes waiting job k (its record at revision seq), each of its
 // parents ended or not. d.mu held.
-func (d *deps) add(k jobKey, seq uint64, after []string, evenOnFailure bool) {
+func (d *deps) add(k jobKey, seq uint64, after []string, rule jobs.Spec) {
 	if _, ok := d.waiting[k]; ok {
 		return
 	}
-	w := &dependant{seq: seq, after: after, evenOnFailure: evenOnFailure}
+	w := &dependant{seq: seq, after: after, rule: rule}
 	d.waiting[k] = w
 	for _, id := range after {
 		p, ok := keyOf(id)
@@ -167,7 +167,7 @@ func (d *deps) add(k jobKey, seq uint64, after []string, evenOnFailure bool) {
 			continue
 		}
 		if st, ok := d.stateOf(p); ok && st.Terminal() {
-			if st != jobs.Succeeded && !w.evenOnFailure {
+			if w.rule.CanceledBy(id, st) {
 				d.decide(k, w, decision{parent: id, st: st})
 			}
 			continue // ended: not counted
@@ -200,7 +200,7 @@ func (d *deps) ended(k jobKey, st jobs.State) {
 // its last parent's. d.mu held.
 func (d *deps) parentEnded(k jobKey, w *dependant, parent string, st jobs.State) {
 	switch {
-	case st != jobs.Succeeded && !w.evenOnFailure:
+	case w.rule.CanceledBy(parent, st):
 		d.decide(k, w, decision{parent: parent, st: st})
 	case w.left == 0:
 		d.decide(k, w, decision{})
@@ -295,7 +295,7 @@ func (d *deps) again(ctx context.Context, k jobKey, dec decision) {
 		return // settled meanwhile
 	}
 	d.forget(k)
-	d.add(k, w.seq, w.after, w.evenOnFailure)
+	d.add(k, w.seq, w.after, w.rule)
 }
 
 // close stops settling.

@@ -235,3 +235,11 @@ func (p *Partitioned) LaneLeaders(ctx context.Context) map[string]int {
 	}
 	return n
 }
+
+// SuspectReplicas has the store's reads go as while a replica does not
+// answer (hedge.go): each sent several times at once, a Get's reads at
+// once.
+func (r *Runner) SuspectReplicas() {
+	r.store.records.reads.suspect()
+	r.store.jobStream.reads.suspect()
+}

@@ -3,6 +3,7 @@ package jsjobs
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -33,13 +34,9 @@ type jobStore struct {
 // read again in the order the job moves: its message, then its record.
 // Only a job found nowhere pays these two reads.
 func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, seq uint64, err error) {
-	rec, rev, err = r.load(ctx, id)
+	rec, rev, seq, err = r.firstLook(ctx, id)
 	if !errors.Is(err, jobs.ErrNotFound) {
-		return rec, rev, 0, err
-	}
-	rec, seq, err = r.waiting(ctx, id)
-	if !errors.Is(err, jobs.ErrNotFound) {
-		return rec, 0, seq, err
+		return rec, rev, seq, err
 	}
 	// Not scheduled (any more): in the stream, or past it.
 	rec, seq, err = r.message(ctx, id, r.anyReplica)
@@ -67,6 +64,39 @@ func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, s
 		return rec, rev, 0, err
 	}
 	return r.findAtLeaders(ctx, id)
+}
+
+// firstLook reads job id's record, then, without one, its message or its
+// schedule (waiting). While a replica is suspect (hedge.go), it reads both
+// at once: each read may have to be sent again past the replica, and a
+// queued job's Get then waits for the longer read, not for the two in
+// turn. Read at once, the answers are still ones the reads in turn could
+// give: a record is taken first whenever one was found, and a message
+// found with no record found is a job that had no record when its message
+// was read (a record, once written, stays until the job's message is long
+// gone), whichever read came first.
+func (r *jobStore) firstLook(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
+	if !r.records.reads.suspected() && !r.jobStream.reads.suspected() {
+		rec, rev, err := r.load(ctx, id)
+		if !errors.Is(err, jobs.ErrNotFound) {
+			return rec, rev, 0, err
+		}
+		rec, seq, err := r.waiting(ctx, id)
+		return rec, 0, seq, err
+	}
+	var (
+		waiting jobs.Record
+		seq     uint64
+		werr    error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { waiting, seq, werr = r.waiting(ctx, id) })
+	rec, rev, err := r.load(ctx, id)
+	wg.Wait()
+	if !errors.Is(err, jobs.ErrNotFound) {
+		return rec, rev, 0, err
+	}
+	return waiting, 0, seq, werr
 }
 
 // replicaLag is how long find waits for a replica behind its leader

@@ -100,6 +100,34 @@ func TestGetFindsAJobWhoseScheduleFiresBetweenItsReads(t *testing.T) {
 	}
 }
 
+// TestGetWhileAReplicaIsSuspect: while a replica does not answer, a Get
+// reads a job's record and its message at once (firstLook); it answers as
+// the reads in turn do: an ended job from its record, a queued one from its
+// message, one due later from its schedule, an unknown one not found.
+func TestGetWhileAReplicaIsSuspect(t *testing.T) {
+	c := newCluster(t)
+	r := c.runner(t, jsConfig())
+	ended := submit(t, r, jobstest.Factorial(5))
+	runToItsEnd(t, r, ended.ID)
+	queued := submit(t, r, jobstest.Factorial(4))
+	spec := jobstest.Factorial(3)
+	spec.RunAt = time.Now().Add(time.Hour)
+	scheduled := submit2(t, r, spec)
+	r.SuspectReplicas()
+	ctx := context.Background()
+	for _, want := range []struct {
+		id    string
+		state jobs.State
+	}{{ended.ID, jobs.Succeeded}, {queued.ID, jobs.Queued}, {scheduled.ID, jobs.Scheduled}} {
+		if got, err := r.Get(ctx, want.id); err != nil || got.State != want.state || got.ID != want.id {
+			t.Errorf("Get(%s) = %s %s, %v; want %s", want.id, got.ID, got.State, err, want.state)
+		}
+	}
+	if _, err := r.Get(ctx, jobs.NewID()); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("Get of an unknown id: %v, want ErrNotFound", err)
+	}
+}
+
 // runToItsEnd runs job id as a Source does: its first delivery handled,
 // then acked, the ack confirmed (which removes the message).
 func runToItsEnd(t *testing.T, r *jsjobs.Runner, id string) {

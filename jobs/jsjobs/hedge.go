@@ -18,20 +18,38 @@ import (
 // read again while none has answered, each time to a replica picked anew,
 // and takes the first answer: with one replica of three cut off, a read
 // is unanswered after a second only when each of its tries went to that
-// one, (1/3)^10 with the store answering as fast as usual.
+// one, (1/3)^10 with the store answering as fast as usual (hedgeFloor
+// apart).
 //
 // A try is sent again after twice the time the latest answers took (their
 // 90th percentile), at least hedgeFloor and at most hedgeCeiling: a store
 // answering in milliseconds has a lost read sent again after 100 ms, and a
 // store slow for its load (answers taking 300 ms) is not sent every read
 // ten times over, which would slow it further.
+//
+// A read answered by a try sent again while an earlier one was still out
+// makes the store suspect for hedgeSuspect: while it is, each read is sent
+// hedgeSuspectTries times at once, and again so after each wait. A
+// replica cut off stays picked for seconds, and a Get makes several reads
+// in a row (a queued job's: its record, then its message): sent once, each
+// would wait whenever its try went there. Measured with one server of
+// three frozen under a flood of submits (TestPartitionedSubmitSurvivesA
+// LeaderCut), more than half the tries went unanswered, not a third: the
+// replicas left, which replicate to the frozen one, answer late too. Sent
+// four times at once, a read waits for a second round when all four went
+// unanswered (about 1 in 9 there), and gives up only when all hedgeTries
+// did. A store merely slow answers its earliest try first and is never
+// suspect: it is not asked each read four times over.
 
 // hedgeFloor and hedgeCeiling bound the wait before a read is sent again,
 // and hedgeTries how often it is sent at most.
 const (
 	hedgeFloor   = 100 * time.Millisecond
 	hedgeCeiling = 500 * time.Millisecond
-	hedgeTries   = 10
+	hedgeTries   = 20
+
+	hedgeSuspect      = 10 * time.Second
+	hedgeSuspectTries = 4
 )
 
 // hedger keeps how long the latest answered reads took, for the wait
@@ -40,6 +58,8 @@ type hedger struct {
 	mu   sync.Mutex
 	took [64]time.Duration // a ring of the latest answers' times
 	n    int               // answers kept so far
+
+	suspectUntil time.Time // a read went unanswered past its wait: until then, tries go hedgeSuspectTries at once
 }
 
 // observe keeps an answer's time.
@@ -49,6 +69,26 @@ func (h *hedger) observe(d time.Duration) {
 	h.took[h.n%len(h.took)] = d
 	h.n++
 }
+
+// suspect marks the store as having left a read unanswered past its wait.
+func (h *hedger) suspect() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.suspectUntil = time.Now().Add(hedgeSuspect)
+}
+
+// first is how many tries a read sends at once.
+func (h *hedger) first() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if time.Now().Before(h.suspectUntil) {
+		return hedgeSuspectTries
+	}
+	return 1
+}
+
+// suspected tells whether reads are sent several times at once.
+func (h *hedger) suspected() bool { return h.first() > 1 }
 
 // wait is how long a read waits for its answer before it is sent again.
 func (h *hedger) wait() time.Duration {
@@ -63,41 +103,53 @@ func (h *hedger) wait() time.Duration {
 	return min(max(2*kept[n*9/10], hedgeFloor), hedgeCeiling)
 }
 
-// hedged runs try, and again every h.wait() while no try has answered (at
-// most hedgeTries in all), until one answers with anything but a timeout,
-// or every try has timed out (ctx's deadline: each try has all of ctx's
-// time). It returns the first answer, and returns only once every try it
-// began has ended.
+// hedged runs try (h.first() times at once), and again (as many) every
+// h.wait() while no try has answered (at most hedgeTries in all), until one answers
+// with anything but a timeout, or every try has timed out (ctx's deadline:
+// each try has all of ctx's time). It returns the first answer, and
+// returns only once every try it began has ended. An answer to a try sent
+// again while an earlier one is still out makes the store suspect: a
+// store merely slow answers its earliest try first.
 func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T, error)) (T, error) {
 	type answer struct {
-		v    T
-		err  error
-		took time.Duration
+		v     T
+		err   error
+		took  time.Duration
+		round int // how many times the read had been sent again when this try began
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // before wg.Wait: the tries left end at once
 	answers := make(chan answer, hedgeTries)
-	began, pending := 0, 0
+	began, round, pending := 0, 0, 0
+	var out [hedgeTries]int // tries out, by round
 	begin := func() {
 		began++
 		pending++
+		out[round]++
+		r := round
 		wg.Go(func() {
 			start := time.Now()
 			v, err := try(ctx)
-			answers <- answer{v, err, time.Since(start)}
+			answers <- answer{v, err, time.Since(start), r}
 		})
 	}
-	begin()
+	for range h.first() {
+		begin()
+	}
 	again := time.NewTimer(h.wait())
 	defer again.Stop()
 	for {
 		select {
 		case a := <-answers:
 			pending--
+			out[a.round]--
 			if !timedOut(a.err) {
 				h.observe(a.took)
+				if slices.ContainsFunc(out[:a.round], func(n int) bool { return n > 0 }) {
+					h.suspect()
+				}
 				return a.v, a.err
 			}
 			if pending == 0 && (began == hedgeTries || ctx.Err() != nil) {
@@ -107,8 +159,11 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 				begin()
 			}
 		case <-again.C:
-			if began < hedgeTries {
+			round++
+			for range min(h.first(), hedgeTries-began) {
 				begin()
+			}
+			if began < hedgeTries {
 				again.Reset(h.wait())
 			}
 		}

@@ -110,3 +110,63 @@ func TestHedgedWaitsAsLongAsAnswersTake(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgedSuspectsACutReplica: a read answered by a try sent again while
+// its first is still out (a replica cut off) makes the store suspect, and
+// the reads that follow within hedgeSuspect are each sent
+// hedgeSuspectTries times at once, so that one read waits only when all of
+// them went to the cut replica; past hedgeSuspect without another such
+// answer, a read is sent once again. A store merely slow, whose first try
+// answers after the read was sent again, is never suspect: it is not
+// asked each read three times over.
+func TestHedgedSuspectsACutReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h hedger
+		var tries atomic.Int32
+		cut := func(ctx context.Context) (int, error) {
+			if tries.Add(1) == 1 { // the first try goes to the cut replica
+				<-ctx.Done()
+				return 0, ctx.Err()
+			}
+			return 1, nil
+		}
+		if _, err := hedged(t.Context(), &h, cut); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.first(); n != hedgeSuspectTries {
+			t.Fatalf("after a read answered past a cut replica, %d tries at once; want %d", n, hedgeSuspectTries)
+		}
+		// Suspect: three tries at once, the first of them still hanging.
+		tries.Store(0)
+		start := time.Now()
+		if _, err := hedged(t.Context(), &h, cut); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 0 || tries.Load() != hedgeSuspectTries {
+			t.Errorf("a suspect store's read: %d tries, answered after %v; want %d at once, answered at once", tries.Load(), took, hedgeSuspectTries)
+		}
+		time.Sleep(hedgeSuspect)
+		if n := h.first(); n != 1 {
+			t.Errorf("%v after the last sign of a cut replica, %d tries at once; want 1", hedgeSuspect, n)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		var h hedger
+		var tries atomic.Int32
+		v, err := hedged(t.Context(), &h, func(ctx context.Context) (int, error) {
+			n := tries.Add(1)
+			if n == 1 { // the first try answers, late (300 ms: sent again at 100 ms)
+				time.Sleep(300 * time.Millisecond)
+				return 1, nil
+			}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+		if v != 1 || err != nil || tries.Load() < 2 {
+			t.Fatalf("a slow store's read: %d, %v after %d tries; want 1 after at least 2", v, err, tries.Load())
+		}
+		if n := h.first(); n != 1 {
+			t.Errorf("a slow store answering its first try late: %d tries at once; want 1 (not suspect)", n)
+		}
+	})
+}

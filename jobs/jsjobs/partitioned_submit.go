@@ -24,7 +24,7 @@ var (
 // job itself (an *InvalidError, a queue that does not exist) is answered
 // at once.
 func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
-	if err := p.parts[0].parentsKnown(ctx, spec.After); err != nil {
+	if err := p.parts[0].parentsKnown(ctx, spec.WaitsFor()); err != nil {
 		return jobs.Record{}, err
 	}
 	n := len(p.parts)

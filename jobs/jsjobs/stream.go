@@ -47,6 +47,7 @@ type laneState struct {
 	cons         jetstream.Consumer
 	deliveredSeq uint64
 	deliveredAt  time.Time
+	failedAt     time.Time // the last cached read that got no answer
 }
 
 // waiting reads a job that has no record yet from its message, or from its
@@ -145,30 +146,40 @@ func (r *jobStream) deliveredWithin(ctx context.Context, q string, p int, age ti
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
 	ln := &qu.byPriority[cmp.Or(p, jobs.DefaultPriority)]
-	if age > 0 && time.Since(ln.deliveredAt) < age {
+	if age > 0 && (time.Since(ln.deliveredAt) < age || time.Since(ln.failedAt) < deliveredRetry) {
 		return ln.deliveredSeq
 	}
 	// A failed read is cached like a good one: while the store is out,
 	// Gets waiting on the lock must not each spend a store timeout in turn.
 	// The consumer's leader answers alone, and may be cut off: a cached
 	// view (age > 0, Get's) waits for it at most deliveredTimeout, then says
-	// what it last knew.
+	// what it last knew, and after a wait that got no answer, says so
+	// without asking for deliveredRetry.
 	ln.deliveredAt = time.Now()
 	if age > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, deliveredTimeout)
 		defer cancel()
 	}
+	failed := func(err error) {
+		if age > 0 && timedOut(err) {
+			ln.failedAt = time.Now()
+		}
+	}
 	if ln.cons == nil {
 		cons, err := r.jobs.Consumer(ctx, consumerOf(r.consumer(), q, p))
 		if err != nil {
+			failed(err)
 			return ln.deliveredSeq
 		}
 		ln.cons = cons
 	}
-	if info, err := ln.cons.Info(ctx); err == nil {
-		ln.deliveredSeq = info.Delivered.Stream
+	info, err := ln.cons.Info(ctx)
+	if err != nil {
+		failed(err)
+		return ln.deliveredSeq
 	}
+	ln.deliveredSeq = info.Delivered.Stream
 	return ln.deliveredSeq
 }
 
@@ -198,6 +209,11 @@ const deliveredEvery = 250 * time.Millisecond
 // deliveredTimeout bounds a read of how far a consumer has delivered: a
 // Get of a waiting job shows it queued rather than wait longer.
 const deliveredTimeout = 250 * time.Millisecond
+
+// deliveredRetry is how long Get goes on with what it last knew of how far
+// a consumer has delivered after a read of it got no answer in
+// deliveredTimeout (its leader cut off, or electing).
+const deliveredRetry = 2 * time.Second
 
 // publish publishes a job's message inside a producer span, its trace
 // context in the headers, its id as the message id; a Retry's message

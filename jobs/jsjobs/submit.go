@@ -14,7 +14,7 @@ import (
 // id is the job's, so that a publish retried by the client library is
 // stored once.
 func (r *Runner) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, error) {
-	if err := r.parentsKnown(ctx, spec.After); err != nil {
+	if err := r.parentsKnown(ctx, spec.WaitsFor()); err != nil {
 		return jobs.Record{}, err
 	}
 	return r.submit(ctx, spec, r.connected)

@@ -324,13 +324,14 @@ func applyRecord(l layout, x *index, b *board, d *deps) func(*nats.Msg, uint64) 
 			Queue string
 			After []string
 			Spec  struct {
-				EvenOnFailure bool `json:"even_on_failure"`
+				EvenOnFailure bool   `json:"even_on_failure"`
+				Gate          string `json:"gate"`
 			}
 		}
 		if json.Unmarshal(m.Data, &rec) != nil {
 			return
 		}
 		x.set(entry{id: k, state: rec.State, kind: rec.Kind, name: rec.Queue, t: stamp(m), seq: seq})
-		d.record(k, seq, rec.State, rec.After, rec.Spec.EvenOnFailure)
+		d.record(k, seq, rec.State, rec.After, jobs.Spec{EvenOnFailure: rec.Spec.EvenOnFailure, Gate: rec.Spec.Gate})
 	}
 }

@@ -228,7 +228,7 @@ func (r *Runner) AddAfter(ctx context.Context, id string, after ...string) (jobs
 		grown.After = append(slices.Clip(rec.After), added...)
 		if rec.Spec != nil {
 			spec := *rec.Spec
-			spec.After = grown.After
+			spec.After = append(slices.Clip(spec.After), added...) // the gate not among them
 			grown.Spec = &spec
 		}
 		r.deps.follow()

@@ -64,7 +64,7 @@ func (r *Runner) waitFor(e *entry, ids []string) {
 		}
 		if st.Terminal() {
 			// Ended: not counted, and a failure cancels it now.
-			if st != jobs.Succeeded && !e.spec.EvenOnFailure {
+			if e.spec.CanceledBy(id, st) {
 				if r.decide(e, id, st) {
 					r.ended(e)
 				}
@@ -131,7 +131,7 @@ func (r *Runner) decide(e *entry, parent string, st jobs.State) (canceled bool) 
 	switch {
 	case e.wait == nil:
 		return false
-	case st != jobs.Succeeded && !e.spec.EvenOnFailure:
+	case e.spec.CanceledBy(parent, st):
 		e.wait = nil
 		u := e.run
 		u.mu.Lock()
@@ -185,7 +185,7 @@ func (r *Runner) AddAfter(_ context.Context, id string, after ...string) (jobs.R
 		}
 	}
 	e.spec.After = append(slices.Clip(e.spec.After), added...)
-	e.wait.job.After = e.spec.After
+	e.wait.job.After = e.spec.WaitsFor()
 	r.waitFor(e, added)
 	return e.record(s.now), nil
 }

@@ -70,7 +70,7 @@ type run struct {
 
 // record is e's record at now. s.mu must be held.
 func (e *entry) record(now func() time.Time) (r jobs.Record) {
-	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries, Submitter: e.spec.Submitter, After: e.spec.After}
+	r = jobs.Record{ID: e.id, Kind: e.kind, State: jobs.Queued, Created: e.created, Retries: e.retries, Submitter: e.spec.Submitter, After: e.spec.WaitsFor()}
 	r.Errors = slices.Clip(e.errors) // an append copies
 	// The spec, for a retry, in the record of an end without success, and
 	// of a job not ended (a workflow's job reads its steps from it).
