@@ -13,7 +13,10 @@ import (
 
 // Workflows (jobs.SubmitWorkflow): named steps, each a job of
 // POST /v1/jobs's body waiting for the steps it names, submitted in one
-// request and read as one object, the workflow's own job.
+// request and read as one object, the workflow's own job. A workflow is
+// stored whole or not at all: its submit commits within the request
+// timeout, and a crewd killed before that leaves no step to run (its steps
+// are canceled twice the request timeout after the submit began).
 
 // workflowFields are the fields of POST /v1/workflows's body.
 var workflowFields = bodyFields{
@@ -33,8 +36,9 @@ type workflowBody struct {
 }
 
 // postWorkflow submits a workflow: 202 {"id", "state", "steps": {name: id}},
-// or 400 naming the fault (a cycle, a step unknown, a job refused), nothing
-// stored.
+// or 400 naming the fault (a cycle, a step unknown, a job refused), or 503
+// (the store out, or too slow to take the steps within the request
+// timeout), nothing left to run.
 func (a *API) postWorkflow(w http.ResponseWriter, r *http.Request) {
 	var body workflowBody
 	if !a.decode(w, r, &body, workflowFields) {
@@ -59,13 +63,13 @@ func (a *API) postWorkflow(w http.ResponseWriter, r *http.Request) {
 		spec.Submitter = submitter(r)
 		steps[i] = jobs.Step{Name: s.Name, Spec: spec, After: s.After}
 	}
-	rec, kept, err := jobs.SubmitWorkflow(r.Context(), canceler, steps)
+	rec, kept, err := jobs.SubmitWorkflow(r.Context(), canceler, steps, jobs.WithCommitWithin(a.RequestTimeout))
 	var invalid *jobs.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		a.fail(w, r, http.StatusBadRequest, invalid.Error())
 		return
-	case errors.Is(err, jobs.ErrFull), errors.Is(err, jobs.ErrUnavailable):
+	case errors.Is(err, jobs.ErrFull), errors.Is(err, jobs.ErrUnavailable), errors.Is(err, jobs.ErrNotCommitted):
 		a.unavailable(w, r, err)
 		return
 	case err != nil:
