@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // A workflow is a set of named steps, each a job that waits for the steps
@@ -108,7 +109,8 @@ func WorkflowOf(rec Record) ([]WorkflowStep, error) {
 // cycle, at most MaxSteps steps; an *InvalidError naming the fault, nothing
 // stored), then submits the workflow whole or not at all
 // (workflow_commit.go): its deadline and gate, each step after its parents,
-// parents first, and after the gate, the workflow's own job after every
+// parents first (the steps whose parents are all stored, up to 16 at once),
+// and after the gate, the workflow's own job after every
 // step, then its commit. The record returned is the workflow's own job's:
 // its id is the workflow's. A submit refused midway cancels what it stored
 // before it returns its error; one that stops (its process killed) leaves
@@ -135,24 +137,15 @@ func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step, opts ...Workf
 	}
 	ids := make(map[string]string, len(steps))
 	kept := make([]WorkflowStep, 0, len(steps))
-	for _, i := range order {
-		s := steps[i]
-		spec := s.Spec
-		spec.After = nil
-		for _, p := range s.After {
-			spec.After = append(spec.After, ids[p])
-		}
-		g.behind(&spec)
-		rec, err := r.Submit(ctx, spec)
+	for _, level := range workflowLevels(steps, order) {
+		recs, err := submitLevel(ctx, r, g, steps, level, ids)
 		if err != nil {
-			var invalid *InvalidError
-			if errors.As(err, &invalid) {
-				err = &InvalidError{fmt.Sprintf("step %q: %s", s.Name, invalid.Reason)}
-			}
 			return undo(err)
 		}
-		ids[s.Name] = rec.ID
-		kept = append(kept, WorkflowStep{Name: s.Name, ID: rec.ID, After: s.After})
+		for k, i := range level {
+			ids[steps[i].Name] = recs[k].ID
+			kept = append(kept, WorkflowStep{Name: steps[i].Name, ID: recs[k].ID, After: steps[i].After})
+		}
 	}
 	spec, err := NewSpec(WorkflowArgs{Steps: kept, Gate: g.gate})
 	if err != nil {
@@ -171,6 +164,70 @@ func SubmitWorkflow(ctx context.Context, r Canceler, steps []Step, opts ...Workf
 		return Record{}, nil, err
 	}
 	return rec, kept, nil
+}
+
+// submitters bounds the submits of one level of a workflow under way at
+// once.
+const submitters = 16
+
+// submitLevel submits the steps of one level (indexes into steps, whose
+// parents' ids are in ids), up to submitters at once, and returns their
+// records in the level's order; the first step's error in that order, once
+// every submit begun has ended.
+func submitLevel(ctx context.Context, r Canceler, g *workflowGate, steps []Step, level []int, ids map[string]string) ([]Record, error) {
+	recs := make([]Record, len(level))
+	errs := make([]error, len(level))
+	sem := make(chan struct{}, submitters)
+	var wg sync.WaitGroup
+	for k, i := range level {
+		s := steps[i]
+		spec := s.Spec
+		spec.After = nil
+		for _, p := range s.After {
+			spec.After = append(spec.After, ids[p])
+		}
+		g.behind(&spec)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			recs[k], errs[k] = r.Submit(ctx, spec)
+		})
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err == nil {
+			continue
+		}
+		var invalid *InvalidError
+		if errors.As(err, &invalid) {
+			err = &InvalidError{fmt.Sprintf("step %q: %s", steps[level[k]].Name, invalid.Reason)}
+		}
+		return nil, err
+	}
+	return recs, nil
+}
+
+// workflowLevels groups order (steps' indexes, each after its parents)
+// into levels: a step's level is one past its deepest parent's, so the
+// steps of a level wait only for steps of the levels before it, and are
+// submitted together.
+func workflowLevels(steps []Step, order []int) [][]int {
+	index := make(map[string]int, len(steps))
+	for i, s := range steps {
+		index[s.Name] = i
+	}
+	depth := make([]int, len(steps))
+	var levels [][]int
+	for _, i := range order {
+		for _, p := range steps[i].After {
+			depth[i] = max(depth[i], depth[index[p]]+1)
+		}
+		if depth[i] == len(levels) {
+			levels = append(levels, nil)
+		}
+		levels[depth[i]] = append(levels[depth[i]], i)
+	}
+	return levels
 }
 
 // workflowOrder checks steps and returns their indexes, each after its

@@ -26,10 +26,13 @@
 # update --cpus), as if each server had a machine of its own rather than a
 # share of this one's: a store's one leader is then bounded by its
 # server's cores, as it is in production.
-# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3] [-warmup N] [-ref REV] [-partitions "1 3"] [-nats-cpus X]
+# -nats-profile DIR has each nats-server serve Go's profiles (--profile,
+# on the compose network only) and saves a CPU profile of each server over
+# each round in DIR (nats1-r1-this-3p.pprof: go tool pprof -top FILE).
+# Usage: deploy/compose/jobs-bench.sh [-requests 3000] [-rounds 3] [-warmup N] [-ref REV] [-partitions "1 3"] [-nats-cpus X] [-nats-profile DIR]
 set -euo pipefail
 cd "$(dirname "$0")"
-requests=3000 rounds=3 warmup= ref= partitions=3 natscpus=
+requests=3000 rounds=3 warmup= ref= partitions=3 natscpus= profdir=
 while [ $# -gt 0 ]; do
   case "$1" in
     -requests) requests=$2; shift 2 ;;
@@ -38,7 +41,8 @@ while [ $# -gt 0 ]; do
     -ref) ref=$2; shift 2 ;;
     -partitions) partitions=$2; shift 2 ;;
     -nats-cpus) natscpus=$2; shift 2 ;;
-    *) echo "usage: $0 [-requests N] [-rounds N] [-warmup N] [-ref REV] [-partitions \"1 3\"] [-nats-cpus X]" >&2; exit 2 ;;
+    -nats-profile) profdir=$2; shift 2 ;;
+    *) echo "usage: $0 [-requests N] [-rounds N] [-warmup N] [-ref REV] [-partitions \"1 3\"] [-nats-cpus X] [-nats-profile DIR]" >&2; exit 2 ;;
   esac
 done
 read -r -a parts <<<"$partitions"
@@ -65,6 +69,15 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+if [ -n "$profdir" ]; then
+  mkdir -p "$profdir"
+  profdir=$(cd "$profdir" && pwd)
+  printf 'services:\n' >"$tmp/profile.yaml"
+  for s in nats1 nats2 nats3; do
+    printf '  %s:\n    command: ["--name", "%s", "--profile", "6060"]\n' "$s" "$s" >>"$tmp/profile.yaml"
+  done
+  dc+=(-f compose.yaml -f "$tmp/profile.yaml")
+fi
 ./build-images.sh crewd:jobsbench crew-nats:jobsbench crew-otelcol:jobsbench >/dev/null
 (cd ../../service && go build -o "$tmp/crewload" ./cmd/crewload)
 # The builds to run, REV's first: labels and their crewd images.
@@ -165,9 +178,19 @@ measure() {
   read -r m0 a0 < <(counters)
   read -r q0 < <(crewd_msgs)
   cpu_times >"$tmp/cpu0"
+  profiles=()
+  if [ -n "$profdir" ]; then
+    for s in nats1 nats2 nats3; do
+      ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$("${dc[@]}" -p "$project" ps -q "$s")")
+      f="$profdir/$s-r$round${label:+-$(echo "$label" | tr -c 'a-zA-Z0-9\n' '-')}.pprof"
+      curl -fs -o "$f" "http://$ip:6060/debug/pprof/profile?seconds=5" &
+      profiles+=($!)
+    done
+  fi
   "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$requests" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 |
     awk -v p="${label:+$label: }" '{print p $0}'
   sleep 1 # the last acks reach the monitor
+  for pid in "${profiles[@]}"; do wait "$pid" || echo "jobs-bench: a profile was not taken" >&2; done
   read -r m1 a1 < <(counters)
   read -r q1 < <(crewd_msgs)
   cpu_times >"$tmp/cpu1"

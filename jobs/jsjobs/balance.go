@@ -4,23 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
 )
 
 // Leaders kept spread (Partitioned.Balance): each partition's stream,
-// bucket and default lane (the consumer its default queue's jobs go
-// through) is a raft group; JetStream places their leaders where it likes,
-// and after a server restarts the others keep what they took over, so one
-// server may come to lead most of them and order most writes. Every
-// balanceEvery, each group whose leader is not its target asks its leader
-// to step down in favour of the target (the server's stepdown with a
-// preferred peer). The target is the same on every process (group i of
-// the store's 3n, the streams and buckets in order and then the lanes, to
-// the i-th of its peers sorted by name, round the peers), so processes
-// balancing at once ask for the same moves and none undoes another's. A
-// target offline or behind is left for the next round.
+// bucket and lanes (the consumers its queues' jobs go through, one a queue
+// and priority) is a raft group; JetStream places their leaders where it
+// likes, and after a server restarts the others keep what they took over,
+// so one server may come to lead most of them and order most writes.
+// Every balanceEvery, each group whose leader is not its target asks its
+// leader to step down in favour of the target (the server's stepdown with
+// a preferred peer). The target is the same on every process (group i of
+// the store's, the streams and buckets in order and then each partition's
+// lanes by name, as the servers list them, to the i-th of its peers sorted
+// by name, round the peers), so processes balancing at once ask for the
+// same moves and none undoes another's. A target offline or behind is
+// left for the next round.
 
 // balanceEvery is how often Balance looks at the leaders.
 const balanceEvery = 10 * time.Second
@@ -60,21 +62,23 @@ func (p *Partitioned) balanceOnce(ctx context.Context) int {
 	if out {
 		return 0
 	}
-	// Then each partition's default lane, the consumer every job of the
-	// default queue and priority is delivered and acked through: JetStream
-	// elects its leader where it likes, often on a server already leading
-	// another partition's, which then orders more than its share.
-	subjects := make([]string, 0, len(groups)+len(p.parts))
+	// Then each partition's lanes, the consumers every job of a queue and
+	// priority is delivered and acked through: JetStream elects their
+	// leaders where it likes, often on a server already leading another
+	// partition's, which then orders more than its share.
+	subjects := make([]string, 0, len(groups))
 	for _, g := range groups {
 		subjects = append(subjects, "STREAM.LEADER.STEPDOWN."+g.Name)
 	}
 	for _, r := range p.parts {
-		g, err := r.laneGroup(ctx)
+		lanes, err := r.laneGroups(ctx)
 		if err != nil {
-			continue // that one waits for the next round
+			return 0 // the lanes' order unknown: no move now
 		}
-		groups = append(groups, g)
-		subjects = append(subjects, "CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+g.Name)
+		for _, g := range lanes {
+			groups = append(groups, g)
+			subjects = append(subjects, "CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+g.Name)
+		}
 	}
 	asked := 0
 	for i, g := range groups {
@@ -93,21 +97,33 @@ func (p *Partitioned) balanceOnce(ctx context.Context) int {
 	return asked
 }
 
-// laneGroup is the raft group of r's default lane (its default queue's
-// consumer): its leader and followers, named by the consumer.
-func (r *Runner) laneGroup(ctx context.Context) (jobs.StoreGroup, error) {
-	info, err := r.consInfo(ctx, r.store.cons)
-	if err != nil {
-		return jobs.StoreGroup{}, err
-	}
-	g := jobs.StoreGroup{Name: info.Name}
-	if c := info.Cluster; c != nil {
-		g.Leader = c.Leader
-		for _, p := range c.Replicas {
-			g.Followers = append(g.Followers, jobs.StorePeer{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Seen: p.Active})
+// laneGroups are the raft groups of r's lanes (its queues' consumers, a
+// priority each), by the consumer's name: each one's leader and
+// followers, read in one listing of the stream's consumers.
+func (r *Runner) laneGroups(ctx context.Context) ([]jobs.StoreGroup, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
+	defer cancel()
+	def := r.store.consumer()
+	list := r.store.jobs.ListConsumers(ctx)
+	var out []jobs.StoreGroup
+	for info := range list.Info() {
+		if _, _, ok := laneOf(def, info.Name); !ok {
+			continue
 		}
+		g := jobs.StoreGroup{Name: info.Name}
+		if c := info.Cluster; c != nil {
+			g.Leader = c.Leader
+			for _, p := range c.Replicas {
+				g.Followers = append(g.Followers, jobs.StorePeer{Name: p.Name, Current: p.Current, Offline: p.Offline, Lag: p.Lag, Seen: p.Active})
+			}
+		}
+		out = append(out, g)
 	}
-	return g, nil
+	if err := list.Err(); err != nil {
+		return nil, storeError(err)
+	}
+	slices.SortFunc(out, func(a, b jobs.StoreGroup) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // targetOf is the server that should lead group g, the i-th of the
