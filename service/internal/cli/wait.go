@@ -14,9 +14,11 @@ import (
 	"github.com/crew-go/crew/jobs"
 )
 
-// waitEvery is how often "crewd jobs wait" reads the job: a store writes
-// a job's progress at most that often.
-const waitEvery = jobs.ProgressEvery
+// waitEvery is how often "crewd jobs wait" reads the job: four times as
+// often as a store writes a job's progress at most, so that a report kept
+// for ProgressEvery is read (read as often as written, the two in phase,
+// a read just before each write missed every other one).
+const waitEvery = jobs.ProgressEvery / 4
 
 // wait follows job id until it ends: a line each time its state or its
 // progress changes (read every waitEvery with GET /v1/jobs/{id}), then
