@@ -24,16 +24,27 @@ import (
 // same moves and none undoes another's. A target offline or behind is
 // left for the next round.
 
-// balanceEvery is how often Balance looks at the leaders.
-const balanceEvery = 10 * time.Second
+// balanceEvery is how often Balance moves leaders, and leadersEvery how
+// often it notes which server leads each partition's stream, for Submit's
+// failover (leave): a server cut off just after it took over a second
+// partition's stream, noted 10 s before, would cost a submit two
+// Failovers.
+const (
+	balanceEvery = 10 * time.Second
+	leadersEvery = 2 * time.Second
+)
 
 // Balance keeps the partitions' leaders spread over their servers until
 // ctx ends (see above).
 func (p *Partitioned) Balance(ctx context.Context) {
-	t := time.NewTicker(balanceEvery)
+	t := time.NewTicker(leadersEvery)
 	defer t.Stop()
-	for {
-		p.balanceOnce(ctx)
+	for i := 0; ; i++ {
+		if i%int(balanceEvery/leadersEvery) == 0 {
+			p.balanceOnce(ctx)
+		} else {
+			p.noteLeaders(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -42,16 +53,15 @@ func (p *Partitioned) Balance(ctx context.Context) {
 	}
 }
 
-// balanceOnce notes the server leading each partition's stream (for
-// Submit's failover: leave), asks each group led elsewhere than its
-// target to step down to it, and returns how many it asked.
-func (p *Partitioned) balanceOnce(ctx context.Context) int {
-	var groups []jobs.StoreGroup
-	out := false
+// noteLeaders notes the server leading each partition's stream, and
+// returns every partition's groups (nil with ok false when a partition's
+// could not be read).
+func (p *Partitioned) noteLeaders(ctx context.Context) (groups []jobs.StoreGroup, ok bool) {
+	ok = true
 	for k, r := range p.parts {
 		g, err := r.StoreGroups(ctx)
 		if err != nil {
-			out = true // a partition out: no move now
+			ok = false // a partition out
 			continue
 		}
 		p.mu.Lock()
@@ -59,8 +69,16 @@ func (p *Partitioned) balanceOnce(ctx context.Context) int {
 		p.mu.Unlock()
 		groups = append(groups, g...)
 	}
-	if out {
-		return 0
+	return groups, ok
+}
+
+// balanceOnce notes the server leading each partition's stream (for
+// Submit's failover: leave), asks each group led elsewhere than its
+// target to step down to it, and returns how many it asked.
+func (p *Partitioned) balanceOnce(ctx context.Context) int {
+	groups, ok := p.noteLeaders(ctx)
+	if !ok {
+		return 0 // a partition out: no move now
 	}
 	// Then each partition's lanes, the consumers every job of a queue and
 	// priority is delivered and acked through: JetStream elects their
