@@ -1,6 +1,7 @@
 package jsjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -18,9 +19,9 @@ import (
 // Every balanceEvery, each group whose leader is not its target asks its
 // leader to step down in favour of the target (the server's stepdown with
 // a preferred peer). The target is the same on every process (group i of
-// the store's, the streams and buckets in order and then each partition's
-// lanes by name, as the servers list them, to the i-th of its peers sorted
-// by name, round the peers), so processes balancing at once ask for the
+// the store's, the streams and buckets in order and then the lanes, by
+// name and partition, as the servers list them, to the i-th of its peers
+// sorted by name, round the peers), so processes balancing at once ask for the
 // same moves and none undoes another's. A target offline or behind is
 // left for the next round.
 
@@ -80,23 +81,36 @@ func (p *Partitioned) balanceOnce(ctx context.Context) int {
 	if !ok {
 		return 0 // a partition out: no move now
 	}
-	// Then each partition's lanes, the consumers every job of a queue and
+	// Then the partitions' lanes, the consumers every job of a queue and
 	// priority is delivered and acked through: JetStream elects their
 	// leaders where it likes, often on a server already leading another
-	// partition's, which then orders more than its share.
+	// partition's, which then orders more than its share. They go by name,
+	// then partition, so that one lane's groups in the partitions (the
+	// default queue's, which carries most jobs, among them) have targets in
+	// turn: by partition first, with as many lanes a partition as servers
+	// (or a multiple), every partition's default lane had the same target.
 	subjects := make([]string, 0, len(groups))
 	for _, g := range groups {
 		subjects = append(subjects, "STREAM.LEADER.STEPDOWN."+g.Name)
 	}
-	for _, r := range p.parts {
-		lanes, err := r.laneGroups(ctx)
+	type lane struct {
+		k int
+		g jobs.StoreGroup
+	}
+	var lanes []lane
+	for k, r := range p.parts {
+		gs, err := r.laneGroups(ctx)
 		if err != nil {
 			return 0 // the lanes' order unknown: no move now
 		}
-		for _, g := range lanes {
-			groups = append(groups, g)
-			subjects = append(subjects, "CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+g.Name)
+		for _, g := range gs {
+			lanes = append(lanes, lane{k, g})
 		}
+	}
+	slices.SortFunc(lanes, func(a, b lane) int { return cmp.Or(strings.Compare(a.g.Name, b.g.Name), a.k-b.k) })
+	for _, l := range lanes {
+		groups = append(groups, l.g)
+		subjects = append(subjects, "CONSUMER.LEADER.STEPDOWN."+p.parts[l.k].layout.stream+"."+l.g.Name)
 	}
 	asked := 0
 	for i, g := range groups {

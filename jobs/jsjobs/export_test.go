@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -229,6 +230,24 @@ func (p *Partitioned) LaneStepDowns(ctx context.Context, server string) []string
 		}
 	}
 	return out
+}
+
+// LaneSpread says, of each lane whose leaders in the partitions are not
+// on as many servers as there are partitions, who leads it in each.
+func (p *Partitioned) LaneSpread(ctx context.Context) map[string][]string {
+	by := map[string][]string{}
+	for _, r := range p.parts {
+		lanes, _ := r.laneGroups(ctx)
+		for _, g := range lanes {
+			by[g.Name] = append(by[g.Name], g.Leader)
+		}
+	}
+	for name, leaders := range by {
+		if len(slices.Compact(slices.Sorted(slices.Values(leaders)))) == len(p.parts) {
+			delete(by, name)
+		}
+	}
+	return by
 }
 
 // LaneLeaders counts the servers leading p's lanes.
