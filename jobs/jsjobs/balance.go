@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crew-go/crew/jobs"
@@ -26,26 +27,33 @@ import (
 // left for the next round.
 
 // balanceEvery is how often Balance moves leaders, and leadersEvery how
-// often it notes which server leads each partition's stream, for Submit's
-// failover (leave): a server cut off just after it took over a second
-// partition's stream, noted 10 s before, would cost a submit two
-// Failovers.
+// often, besides, it notes which server leads each partition's stream, for
+// Submit's failover (leave): a server cut off after it took over a second
+// partition's stream since the last look costs a submit two Failovers.
+// The notes have a loop of their own, each partition read at once within
+// leadersWait, so that a round of moves waiting on a server cut off (each
+// stepdown up to the store's timeout) holds no note back.
 const (
 	balanceEvery = 10 * time.Second
 	leadersEvery = 2 * time.Second
+	leadersWait  = time.Second
 )
 
 // Balance keeps the partitions' leaders spread over their servers until
 // ctx ends (see above).
 func (p *Partitioned) Balance(ctx context.Context) {
-	t := time.NewTicker(leadersEvery)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { every(ctx, leadersEvery, func() { p.noteLeaders(ctx) }) })
+	every(ctx, balanceEvery, func() { p.balanceOnce(ctx) })
+}
+
+// every runs fn at once and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
-	for i := 0; ; i++ {
-		if i%int(balanceEvery/leadersEvery) == 0 {
-			p.balanceOnce(ctx)
-		} else {
-			p.noteLeaders(ctx)
-		}
+	for {
+		fn()
 		select {
 		case <-ctx.Done():
 			return
@@ -54,14 +62,21 @@ func (p *Partitioned) Balance(ctx context.Context) {
 	}
 }
 
-// noteLeaders notes the server leading each partition's stream, and
-// returns every partition's groups (nil with ok false when a partition's
-// could not be read).
+// noteLeaders notes the server leading each partition's stream, the
+// partitions read at once, and returns every partition's groups in order
+// (ok false when a partition's could not be read within leadersWait).
 func (p *Partitioned) noteLeaders(ctx context.Context) (groups []jobs.StoreGroup, ok bool) {
-	ok = true
+	ctx, cancel := context.WithTimeout(ctx, leadersWait)
+	defer cancel()
+	read := make([][]jobs.StoreGroup, len(p.parts))
+	var wg sync.WaitGroup
 	for k, r := range p.parts {
-		g, err := r.StoreGroups(ctx)
-		if err != nil {
+		wg.Go(func() { read[k], _ = r.StoreGroups(ctx) })
+	}
+	wg.Wait()
+	ok = true
+	for k, g := range read {
+		if len(g) == 0 {
 			ok = false // a partition out
 			continue
 		}
