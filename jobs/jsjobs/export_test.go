@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -216,46 +215,21 @@ func PartitionOf(id string) int { return partitionOf(id) }
 // step down to it, and returns how many it asked.
 func (p *Partitioned) BalanceOnce(ctx context.Context) int { return p.balanceOnce(ctx) }
 
-// LaneStepDowns are the subjects that ask p's lanes' leaders to step
-// down, of the lanes led elsewhere than on server.
-func (p *Partitioned) LaneStepDowns(ctx context.Context, server string) []string {
+// LaneStepDowns are the subjects that ask p's default lanes' leaders to
+// step down.
+func (p *Partitioned) LaneStepDowns() []string {
 	var out []string
 	for _, r := range p.parts {
-		lanes, _ := r.laneGroups(ctx)
-		for _, g := range lanes {
-			if g.Leader == server {
-				continue
-			}
-			out = append(out, "$JS.API.CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+g.Name)
-		}
+		out = append(out, "$JS.API.CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+r.store.cons.CachedInfo().Name)
 	}
 	return out
 }
 
-// LaneSpread says, of each lane whose leaders in the partitions are not
-// on as many servers as there are partitions, who leads it in each.
-func (p *Partitioned) LaneSpread(ctx context.Context) map[string][]string {
-	by := map[string][]string{}
-	for _, r := range p.parts {
-		lanes, _ := r.laneGroups(ctx)
-		for _, g := range lanes {
-			by[g.Name] = append(by[g.Name], g.Leader)
-		}
-	}
-	for name, leaders := range by {
-		if len(slices.Compact(slices.Sorted(slices.Values(leaders)))) == len(p.parts) {
-			delete(by, name)
-		}
-	}
-	return by
-}
-
-// LaneLeaders counts the servers leading p's lanes.
+// LaneLeaders counts the servers leading p's default lanes.
 func (p *Partitioned) LaneLeaders(ctx context.Context) map[string]int {
 	n := map[string]int{}
 	for _, r := range p.parts {
-		lanes, _ := r.laneGroups(ctx)
-		for _, g := range lanes {
+		if g, err := r.laneGroup(ctx); err == nil {
 			n[g.Leader]++
 		}
 	}
