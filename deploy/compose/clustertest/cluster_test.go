@@ -220,6 +220,20 @@ func (cl *cluster) waitReady(ctx context.Context, t *testing.T, service string) 
 	cl.reps.set(service, a)
 }
 
+// allReady waits until every crewd is ready (its NATS connection up)
+// before the next fault, and logs how long that took: a replica whose
+// server was cut off reconnects after the cut, and a stall of its left
+// from one fault is no healthy replica's stall in the next. A replica not
+// ready within 90 s fails the test.
+func (cl *cluster) allReady(ctx context.Context, t *testing.T) {
+	t.Helper()
+	began := time.Now()
+	for _, n := range crewds {
+		cl.waitReady(ctx, t, n)
+	}
+	t.Logf("every crewd ready before the next fault, after %.1fs", time.Since(began).Seconds())
+}
+
 func (cl *cluster) addr(ctx context.Context, t *testing.T, service string, port int) string {
 	t.Helper()
 	a, err := cl.c.addr(ctx, service, port)
@@ -301,6 +315,8 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 	t.Logf("%s %s back on the network", at(), kv)
 	cl.leader = waitStreams(ctx, t, cl.client, cl.monitor, 90*time.Second)
 
+	cl.allReady(ctx, t)
+
 	// 1. A crewd killed, another server cut off: the one of the other two
 	// that leads the most partitions' groups.
 	cut, victim := cl.pickFaults(ctx, t, []string{kv})
@@ -364,6 +380,8 @@ func (cl *cluster) faultsUnderLoad(ctx context.Context, t *testing.T, set settin
 		_, led, _ = leaders(ctx, cl.client, cl.monitor)
 		return len(leading(led, third)) > 0, fmt.Sprintf("leaders %v", led)
 	})
+
+	cl.allReady(ctx, t)
 
 	// 2. The third server killed: each of the three has now been cut or
 	// killed while it led some of the store's groups.
