@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,21 +216,46 @@ func PartitionOf(id string) int { return partitionOf(id) }
 // step down to it, and returns how many it asked.
 func (p *Partitioned) BalanceOnce(ctx context.Context) int { return p.balanceOnce(ctx) }
 
-// LaneStepDowns are the subjects that ask p's default lanes' leaders to
-// step down.
-func (p *Partitioned) LaneStepDowns() []string {
+// LaneStepDowns are the subjects that ask p's lanes' leaders to step
+// down, of the lanes led elsewhere than on server.
+func (p *Partitioned) LaneStepDowns(ctx context.Context, server string) []string {
 	var out []string
 	for _, r := range p.parts {
-		out = append(out, "$JS.API.CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+r.store.cons.CachedInfo().Name)
+		lanes, _ := r.laneGroups(ctx)
+		for _, g := range lanes {
+			if g.Leader == server {
+				continue
+			}
+			out = append(out, "$JS.API.CONSUMER.LEADER.STEPDOWN."+r.layout.stream+"."+g.Name)
+		}
 	}
 	return out
 }
 
-// LaneLeaders counts the servers leading p's default lanes.
+// LaneSpread says, of each lane whose leaders in the partitions are not
+// on as many servers as there are partitions, who leads it in each.
+func (p *Partitioned) LaneSpread(ctx context.Context) map[string][]string {
+	by := map[string][]string{}
+	for _, r := range p.parts {
+		lanes, _ := r.laneGroups(ctx)
+		for _, g := range lanes {
+			by[g.Name] = append(by[g.Name], g.Leader)
+		}
+	}
+	for name, leaders := range by {
+		if len(slices.Compact(slices.Sorted(slices.Values(leaders)))) == len(p.parts) {
+			delete(by, name)
+		}
+	}
+	return by
+}
+
+// LaneLeaders counts the servers leading p's lanes.
 func (p *Partitioned) LaneLeaders(ctx context.Context) map[string]int {
 	n := map[string]int{}
 	for _, r := range p.parts {
-		if g, err := r.laneGroup(ctx); err == nil {
+		lanes, _ := r.laneGroups(ctx)
+		for _, g := range lanes {
 			n[g.Leader]++
 		}
 	}

@@ -51,8 +51,9 @@ type Partitioned struct {
 	metrics  *partitionMetrics
 	turn     atomic.Uint64 // the submits made: the next one's first partition
 	mu       sync.Mutex
-	failedAt []time.Time // a partition's last submit left for the next
-	leaders  []string    // the server leading each partition's stream when Balance last looked ("" unknown)
+	failedAt []time.Time    // a partition's last submit left for the next
+	leaders  []string       // the server leading each partition's stream when Balance last looked ("" unknown)
+	storedAt []atomic.Int64 // a partition's last submit stored, in Unix ns
 }
 
 // DefaultFailover is a partition's wait before a submit tries the next:
@@ -75,7 +76,7 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 	if n < 1 || n > MaxPartitions {
 		return nil, fmt.Errorf("jetstream runner: bad settings: partitions %d, want 1 to %d", n, MaxPartitions)
 	}
-	p := &Partitioned{Failover: DefaultFailover, failedAt: make([]time.Time, n), leaders: make([]string, n), metrics: newPartitionMetrics(cmp.Or(cfg.Namespace, DefaultNamespace), n)}
+	p := &Partitioned{Failover: DefaultFailover, failedAt: make([]time.Time, n), leaders: make([]string, n), storedAt: make([]atomic.Int64, n), metrics: newPartitionMetrics(cmp.Or(cfg.Namespace, DefaultNamespace), n)}
 	for k := range n {
 		c := cfg
 		c.Stream, c.Bucket = partitionNames(cfg.Stream, cfg.Bucket, k)

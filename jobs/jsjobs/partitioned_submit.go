@@ -45,6 +45,7 @@ func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, 
 		switch {
 		case err == nil:
 			p.metrics.stored[k].Add(1)
+			p.storedAt[k].Store(time.Now().UnixNano())
 			return rec, nil
 		case ctx.Err() != nil:
 			return jobs.Record{}, ctx.Err()
@@ -52,22 +53,38 @@ func (p *Partitioned) Submit(ctx context.Context, spec jobs.Spec) (jobs.Record, 
 			return jobs.Record{}, err
 		}
 		p.metrics.left[k].Add(1)
-		p.leave(k, time.Now())
+		p.leave(k, time.Now(), p.Failover)
 		order = p.cooledLast(order, time.Now())
 	}
 	return jobs.Record{}, err
 }
 
-// leave notes that a submit left partition k for another: k, and every
-// partition whose stream the same server led when Balance last looked
-// (leaders; most likely out with it), are skipped by submits for
-// partitionCooldown, tried only when no other is left. A server cut off
-// while it leads two partitions' streams (after a fault, before Balance
-// spread them again) then costs a submit one Failover, not two.
-func (p *Partitioned) leave(k int, now time.Time) {
+// leave notes that a submit left partition k for another after waiting
+// failover: k, every partition whose stream the same server led when
+// Balance last looked (leaders; most likely out with it), and, when some
+// partition stored a submit since the one left began (submits go on
+// meanwhile: a sign of life is to be had), every partition that stored
+// none (out with it, whatever the leaders say, which may be a moment old),
+// are skipped by submits for partitionCooldown, tried only when no other
+// is left. A server cut off while it leads two partitions' streams
+// (after a fault, before Balance spread them again) then costs a submit
+// one Failover, not two.
+func (p *Partitioned) leave(k int, now time.Time, failover time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failedAt[k] = now
+	since := now.Add(-failover).UnixNano()
+	alive := false
+	for j := range p.storedAt {
+		alive = alive || p.storedAt[j].Load() >= since
+	}
+	if alive {
+		for j := range p.storedAt {
+			if p.storedAt[j].Load() < since {
+				p.failedAt[j] = now
+			}
+		}
+	}
 	if l := p.leaders[k]; l != "" {
 		for j, lj := range p.leaders {
 			if lj == l {

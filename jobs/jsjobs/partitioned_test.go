@@ -403,8 +403,10 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 
 // TestPartitionedLeadersSpread: the six groups of a store of three
 // partitions on three servers, every leader moved to n1 first, are spread
-// two a server by Balance's rounds, the three default lanes' one a
-// server, and a round then asks for nothing.
+// two a server by Balance's rounds, and their 36 lanes (the default
+// queue's and two named queues' four priorities, in each partition) 12 a
+// server likewise, each lane's three (one a partition) one a server; a
+// round then asks for nothing.
 func TestPartitionedLeadersSpread(t *testing.T) {
 	s := newThreeServers(t)
 	for i := range 3 {
@@ -412,6 +414,11 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 	}
 	nc, _, p := partitionedR3(t, s.urls[0])
 	ctx := context.Background()
+	for _, q := range []string{"mail", "reports"} { // 12 lanes a partition, as compose's: a multiple of the servers
+		if err := p.SetQueue(ctx, jobs.Queue{Name: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	leaders := func() map[string]int {
 		g, err := p.StoreGroups(ctx)
 		if err != nil {
@@ -423,7 +430,7 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(30 * time.Second); leaders()["n1"] != 6 || p.LaneLeaders(ctx)["n1"] != 3; time.Sleep(300 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); leaders()["n1"] != 6 || p.LaneLeaders(ctx)["n1"] != 36; time.Sleep(300 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("leaders %v and the lanes' %v, want all on n1 to begin with", leaders(), p.LaneLeaders(ctx))
 		}
@@ -433,18 +440,18 @@ func TestPartitionedLeadersSpread(t *testing.T) {
 				_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+gr.Name, []byte(`{"placement":{"preferred":"n1"}}`), 2*time.Second)
 			}
 		}
-		for _, subj := range p.LaneStepDowns() {
+		for _, subj := range p.LaneStepDowns(ctx, "n1") {
 			_, _ = nc.Request(subj, []byte(`{"placement":{"preferred":"n1"}}`), 2*time.Second)
 		}
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		p.BalanceOnce(ctx)
-		lanes := p.LaneLeaders(ctx)
-		if n := leaders(); n["n1"] == 2 && n["n2"] == 2 && n["n3"] == 2 && lanes["n1"] == 1 && lanes["n2"] == 1 && lanes["n3"] == 1 {
+		lanes, unspread := p.LaneLeaders(ctx), p.LaneSpread(ctx)
+		if n := leaders(); n["n1"] == 2 && n["n2"] == 2 && n["n3"] == 2 && lanes["n1"] == 12 && lanes["n2"] == 12 && lanes["n3"] == 12 && len(unspread) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("leaders %v and the lanes' %v after 30 s of rounds, want two and one a server", leaders(), lanes)
+			t.Fatalf("leaders %v and the lanes' %v after 30 s of rounds (lanes whose partitions share a leader: %v), want two of each a server, one lane's one a server", leaders(), lanes, unspread)
 		}
 	}
 	time.Sleep(time.Second) // the followers current again
