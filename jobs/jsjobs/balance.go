@@ -102,8 +102,9 @@ func (p *Partitioned) balanceOnce(ctx context.Context) int {
 	// partition's, which then orders more than its share. They go by name,
 	// then partition, so that one lane's groups in the partitions (the
 	// default queue's, which carries most jobs, among them) have targets in
-	// turn: by partition first, with as many lanes a partition as servers
-	// (or a multiple), every partition's default lane had the same target.
+	// turn, whatever the number of lanes a partition: taken partition by
+	// partition, a number of lanes that is a multiple of the servers would
+	// give every partition's default lane the same target.
 	subjects := make([]string, 0, len(groups))
 	for _, g := range groups {
 		subjects = append(subjects, "STREAM.LEADER.STEPDOWN."+g.Name)

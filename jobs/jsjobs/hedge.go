@@ -32,13 +32,11 @@ import (
 // hedgeSuspectTries times at once, and again so after each wait. A
 // replica cut off stays picked for seconds, and a Get makes several reads
 // in a row (a queued job's: its record, then its message): sent once, each
-// would wait whenever its try went there. Measured with one server of
-// three frozen under a flood of submits (TestPartitionedSubmitSurvivesA
-// LeaderCut), more than half the tries went unanswered, not a third: the
-// replicas left, which replicate to the frozen one, answer late too. Sent
-// four times at once, a read waits for a second round when all four went
-// unanswered (about 1 in 9 there), and gives up only when all hedgeTries
-// did. A store merely slow answers its earliest try first and is never
+// would wait whenever its try went there. With one server of three
+// frozen under load, more tries go unanswered than the third that went to
+// it: the replicas left, which replicate to the frozen one, answer late
+// too. Sent four times at once, a read waits for a second round only when
+// all four went unanswered, and gives up only when all hedgeTries did. A store merely slow answers its earliest try first and is never
 // suspect: it is not asked each read four times over.
 
 // hedgeFloor and hedgeCeiling bound the wait before a read is sent again,
