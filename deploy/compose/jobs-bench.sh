@@ -21,7 +21,9 @@
 # a round names its build. -partitions "1 3" likewise compares stores of
 # one and three partitions (CREW_JOB_PARTITIONS; default 3, compose's),
 # and adds how evenly the three nats-servers' CPU was spent (the busiest
-# over the idlest).
+# over the idlest). Each round also prints the store reads crewd made a
+# job and the requests each cost (its hedging: crewd_job_store_read_tries_total
+# over crewd_job_store_reads_total).
 # -nats-cpus X limits each nats-server's container to X cores (docker
 # update --cpus), as if each server had a machine of its own rather than a
 # share of this one's: a store's one leader is then bounded by its
@@ -105,7 +107,7 @@ up() {
       docker update --cpus "$natscpus" "$("${dc[@]}" -p "$project" ps -q "$s")" >/dev/null
     done
   fi
-  url=
+  url= admins=()
   for s in crewd1 crewd2 crewd3; do
     for _ in $(seq 240); do
       a=$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 8080/tcp 2>/dev/null | head -1) || true
@@ -115,6 +117,7 @@ up() {
     done
     [ -n "$a" ] || { echo "jobs-bench: $s not ready" >&2; "${dc[@]}" -p "$project" logs --tail 20 >&2; exit 1; }
     [ "$s" = crewd1 ] && url="http://$a"
+    admins+=("$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 9090/tcp | head -1)")
   done
   monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
   monitors=()
@@ -156,6 +159,25 @@ for m in sys.argv[1:]:
 print(n)
 PY
 }
+# The store reads the three crewd have made so far and the requests they
+# sent ("reads tries": a hedged read sent again, or four times at once
+# while a replica seems cut off, costs more than one), from each
+# replica's admin /metrics.
+crewd_reads() {
+  python3 - "${admins[@]}" <<'PY'
+import sys, urllib.request
+reads = tries = 0
+for a in sys.argv[1:]:
+    with urllib.request.urlopen(f"http://{a}/metrics") as r:
+        for l in r.read().decode().splitlines():
+            name, _, v = l.rpartition(" ")
+            if name == "crewd_job_store_reads_total":
+                reads += float(v)
+            elif name == "crewd_job_store_read_tries_total":
+                tries += float(v)
+print(int(reads), int(tries))
+PY
+}
 # Each container's CPU time so far, in ns, from its cgroup (v1 or v2):
 # "name ns" lines; none where the host does not show them.
 cpu_times() {
@@ -177,6 +199,7 @@ measure() {
   echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
   read -r q0 < <(crewd_msgs)
+  read -r r0 t0 < <(crewd_reads)
   cpu_times >"$tmp/cpu0"
   profiles=()
   if [ -n "$profdir" ]; then
@@ -193,9 +216,11 @@ measure() {
   for pid in "${profiles[@]}"; do wait "$pid" || echo "jobs-bench: a profile was not taken" >&2; done
   read -r m1 a1 < <(counters)
   read -r q1 < <(crewd_msgs)
+  read -r r1 t1 < <(crewd_reads)
   cpu_times >"$tmp/cpu1"
   python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'${label:+$label: }writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
   python3 -c "q, n = $((q1 - q0)), $requests; print(f'${label:+$label: }to nats    {q / n:.2f} messages a job from crewd (publishes, acks, pulls, API requests): {q}')"
+  python3 -c "r, t, n = $((r1 - r0)), $((t1 - t0)), $requests; print(f'${label:+$label: }reads      {r / n:.2f} a job, {t / max(r, 1):.2f} requests a read (hedged): {r} reads, {t} requests')"
   python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" "${label:+$label: }" <<'PY'
 import sys
 before = dict(l.split() for l in open(sys.argv[1]) if l.strip())

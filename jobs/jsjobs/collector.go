@@ -28,21 +28,39 @@ func (r *Runner) Outcomes() Outcomes {
 // queuesEvery before (queueGauges): the same on every process, as a
 // stream's lag.
 func (r *Runner) Collector() prometheus.Collector {
-	return collector{r.instruments, func() (bool, uint64) { return !r.health.down.Load(), r.health.handbacks.Load() }, r.Queues}
+	return collector{r.instruments, r.stats, r.Queues}
+}
+
+// storeStats are what a store's collector reads of it at a scrape.
+type storeStats struct {
+	up                      bool   // the store answers (health)
+	handbacks, reads, tries uint64 // runs handed back for an outage; hedged reads and the tries they sent
+}
+
+// stats reads r's storeStats.
+func (r *Runner) stats() storeStats {
+	s := storeStats{up: !r.health.down.Load(), handbacks: r.health.handbacks.Load()}
+	for _, h := range []*hedger{&r.store.records.reads, &r.store.jobStream.reads} {
+		s.reads += h.reads.Load()
+		s.tries += h.tries.Load()
+	}
+	return s
 }
 
 // collector exports a store's instruments (a Partitioned's partitions
-// share theirs), whether it is up and the jobs it handed back (health),
-// and its queues.
+// share theirs), its stats (whether it is up, the jobs it handed back,
+// its reads), and its queues.
 type collector struct {
 	in     *instruments
-	health func() (up bool, handbacks uint64)
+	stats  func() storeStats
 	queues func(context.Context) ([]jobs.QueueInfo, error)
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.in.storeUp
 	ch <- c.in.storeHandBacks
+	ch <- c.in.storeReads
+	ch <- c.in.storeReadTries
 	ch <- c.in.queueJobs
 	ch <- c.in.queueLimit
 	ch <- c.in.queuePaused
@@ -53,13 +71,15 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	ok, handbacks := c.health()
+	s := c.stats()
 	up := 0.0
-	if ok {
+	if s.up {
 		up = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.in.storeUp, prometheus.GaugeValue, up)
-	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(handbacks))
+	ch <- prometheus.MustNewConstMetric(c.in.storeHandBacks, prometheus.CounterValue, float64(s.handbacks))
+	ch <- prometheus.MustNewConstMetric(c.in.storeReads, prometheus.CounterValue, float64(s.reads))
+	ch <- prometheus.MustNewConstMetric(c.in.storeReadTries, prometheus.CounterValue, float64(s.tries))
 	for _, v := range []prometheus.Collector{c.in.runs, c.in.cancels, c.in.backoffs, c.in.reruns, c.in.ticks, c.in.deletes} {
 		v.Collect(ch)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,6 +59,8 @@ type hedger struct {
 	n    int               // answers kept so far
 
 	suspectUntil time.Time // a read went unanswered past its wait: until then, tries go hedgeSuspectTries at once
+
+	reads, tries atomic.Uint64 // reads made, and the tries they sent (the store's collector exports both)
 }
 
 // observe keeps an answer's time.
@@ -121,6 +124,8 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 	defer cancel() // before wg.Wait: the tries left end at once
 	answers := make(chan answer, hedgeTries)
 	began, round, pending := 0, 0, 0
+	h.reads.Add(1)
+	defer func() { h.tries.Add(uint64(began)) }()
 	var out [hedgeTries]int // tries out, by round
 	begin := func() {
 		began++

@@ -21,7 +21,8 @@ func TestHedgedReadsPastACutReplica(t *testing.T) {
 		defer cancel()
 		var tries, ended atomic.Int32
 		start := time.Now()
-		v, err := hedged(ctx, &hedger{}, func(ctx context.Context) (int, error) {
+		var h hedger
+		v, err := hedged(ctx, &h, func(ctx context.Context) (int, error) {
 			defer ended.Add(1)
 			if n := tries.Add(1); n <= 3 { // the cut replica
 				<-ctx.Done()
@@ -37,6 +38,9 @@ func TestHedgedReadsPastACutReplica(t *testing.T) {
 		}
 		if tries.Load() != 4 || ended.Load() != 4 {
 			t.Errorf("%d tries, %d ended when hedged returned; want 4 and 4", tries.Load(), ended.Load())
+		}
+		if h.reads.Load() != 1 || h.tries.Load() != 4 {
+			t.Errorf("counted %d reads and %d tries, want 1 and 4", h.reads.Load(), h.tries.Load())
 		}
 	})
 }

@@ -20,11 +20,11 @@ import (
 // program shows its own name on its dashboards. Each event of a job is
 // one method here, which counts it everywhere it is counted.
 type instruments struct {
-	runs                                            *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
-	cancels, backoffs, reruns, ticks, deletes       *prometheus.CounterVec
-	storeUp, storeHandBacks                         *prometheus.Desc
-	queueJobs, queueLimit, queuePaused, queueOldest *prometheus.Desc
-	queues                                          queueGauges // the queues as these export them
+	runs                                                *prometheus.HistogramVec // <ns>_job_run_seconds{kind,outcome}
+	cancels, backoffs, reruns, ticks, deletes           *prometheus.CounterVec
+	storeUp, storeHandBacks, storeReads, storeReadTries *prometheus.Desc
+	queueJobs, queueLimit, queuePaused, queueOldest     *prometheus.Desc
+	queues                                              queueGauges // the queues as these export them
 
 	id, kind, attempt, outcome attribute.Key // of a run's span
 
@@ -73,6 +73,10 @@ func newInstruments(ns string) *instruments {
 			"1 while the job store (the jobs' stream and the records' bucket) answers this process, 0 during an outage.", nil, nil),
 		storeHandBacks: prometheus.NewDesc(ns+"_job_store_unavailable_total",
 			"Runs of jobs put off, without costing an attempt, because the job store could not be reached: each job runs again a moment later.", nil, nil),
+		storeReads: prometheus.NewDesc(ns+"_job_store_reads_total",
+			"Reads of jobs' records and messages that any replica answers (direct gets).", nil, nil),
+		storeReadTries: prometheus.NewDesc(ns+"_job_store_read_tries_total",
+			"Requests those reads sent: a read unanswered for a while is sent again, to another replica, and, for a while after a replica seems cut off, four times at once; its excess over "+ns+"_job_store_reads_total is what the hedging cost.", nil, nil),
 		queueJobs: prometheus.NewDesc(ns+"_queue_jobs",
 			"Jobs of a queue across every process, by state: waiting (its backlog) or taken (running, or held for a free worker); the same on every process.",
 			[]string{"queue", "state"}, nil),

@@ -100,15 +100,18 @@ func (p *Partitioned) Outcomes() Outcomes { return p.parts[0].Outcomes() }
 
 // Collector exports what Runner.Collector does for the whole store: the
 // partitions' runs (their shared instruments), the store up while every
-// partition is, the hand-backs summed, the queues as Queues reads them;
+// partition is, the hand-backs and reads summed, the queues as Queues reads them;
 // and each partition's own (partitionMetrics).
 func (p *Partitioned) Collector() prometheus.Collector {
-	return partitionCollector{collector{p.parts[0].instruments, func() (bool, uint64) {
-		up, handbacks := true, uint64(0)
+	return partitionCollector{collector{p.parts[0].instruments, func() storeStats {
+		all := storeStats{up: true}
 		for _, r := range p.parts {
-			up = up && !r.health.down.Load()
-			handbacks += r.health.handbacks.Load()
+			s := r.stats()
+			all.up = all.up && s.up
+			all.handbacks += s.handbacks
+			all.reads += s.reads
+			all.tries += s.tries
 		}
-		return up, handbacks
+		return all
 	}, p.Queues}, p.parts, p.metrics}
 }

@@ -388,6 +388,9 @@ func TestPartitionedQueuesAndTheRest(t *testing.T) {
 		t.Error(err)
 	}
 	g := gathered(t, reg)
+	if reads, tries := g["crew_job_store_reads_total"], g["crew_job_store_read_tries_total"]; reads < 1 || tries < reads {
+		t.Errorf("%v reads in %v tries; want some, each at least one try", reads, tries)
+	}
 	for k := range 3 {
 		up := g[fmt.Sprintf(`crew_job_partition_up{partition="%d"}`, k)]
 		stored := g[fmt.Sprintf(`crew_job_partition_submits_total{outcome="stored",partition="%d"}`, k)]
