@@ -156,6 +156,7 @@ func (s *Source) fetch(n int) {
 func (s *Source) take(c jetstream.Consumer, n int, ctx context.Context, opts ...jetstream.FetchOpt) (int, error) {
 	var batch jetstream.MessageBatch
 	var err error
+	s.c.pulls.Add(1)
 	if ctx != nil {
 		batch, err = c.Fetch(n, append(opts, jetstream.FetchContext(ctx))...)
 	} else {

@@ -33,6 +33,11 @@ type Stats struct {
 	Unavailable uint64
 	// Heartbeats counts lease renewals (InProgress) sent.
 	Heartbeats uint64
+	// Pulls counts pull requests sent: a sweep's, one a lane it asks, and
+	// the watches of drained lanes (lanes.go). In a cluster each costs the
+	// consumer's raft group two writes (the request's coming and going),
+	// so Received over Pulls is worth keeping high.
+	Pulls uint64
 	// LeasesLost counts messages whose lease could not be renewed for a
 	// whole AckWait, or that a stop that gave up let go (Shutdown).
 	LeasesLost uint64
@@ -47,13 +52,13 @@ type Stats struct {
 
 // String formats the snapshot for a log line or a test failure.
 func (s Stats) String() string {
-	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d leases_lost=%d recovered=%d in_flight=%d unstarted=%d resting=%d",
-		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.LeasesLost, s.Recovered, s.InFlight, s.Unstarted, s.Resting)
+	return fmt.Sprintf("received=%d redelivered=%d acked=%d naked=%d termed=%d dead_lettered=%d handed_back=%d unavailable=%d heartbeats=%d pulls=%d leases_lost=%d recovered=%d in_flight=%d unstarted=%d resting=%d",
+		s.Received, s.Redelivered, s.Acked, s.Naked, s.Termed, s.DeadLettered, s.HandedBack, s.Unavailable, s.Heartbeats, s.Pulls, s.LeasesLost, s.Recovered, s.InFlight, s.Unstarted, s.Resting)
 }
 
 type counters struct {
 	received, redelivered, acked, naked, termed, deadLettered atomic.Uint64
-	handedBack, unavailable, heartbeats, leasesLost           atomic.Uint64
+	handedBack, unavailable, heartbeats, leasesLost, pulls    atomic.Uint64
 	recovered, unrecovered                                    atomic.Uint64
 }
 
@@ -70,6 +75,7 @@ func (s *Source) Stats() Stats {
 		HandedBack:   s.c.handedBack.Load(),
 		Unavailable:  s.c.unavailable.Load(),
 		Heartbeats:   s.c.heartbeats.Load(),
+		Pulls:        s.c.pulls.Load(),
 		LeasesLost:   s.c.leasesLost.Load(),
 		Recovered:    s.c.recovered.Load(),
 		Unrecovered:  s.c.unrecovered.Load(),

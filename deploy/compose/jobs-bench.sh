@@ -23,7 +23,8 @@
 # and adds how evenly the three nats-servers' CPU was spent (the busiest
 # over the idlest). Each round also prints the store reads crewd made a
 # job and the requests each cost (its hedging: crewd_job_store_read_tries_total
-# over crewd_job_store_reads_total).
+# over crewd_job_store_reads_total), and the pull requests a job
+# (natsjs_pulls_total).
 # -nats-cpus X limits each nats-server's container to X cores (docker
 # update --cpus), as if each server had a machine of its own rather than a
 # share of this one's: a store's one leader is then bounded by its
@@ -160,13 +161,13 @@ print(n)
 PY
 }
 # The store reads the three crewd have made so far and the requests they
-# sent ("reads tries": a hedged read sent again, or four times at once
-# while a replica seems cut off, costs more than one), from each
-# replica's admin /metrics.
+# sent ("reads tries pulls": a hedged read sent again, or four times at
+# once while a replica seems cut off, costs more than one), and their
+# Sources' pull requests, from each replica's admin /metrics.
 crewd_reads() {
   python3 - "${admins[@]}" <<'PY'
 import sys, urllib.request
-reads = tries = 0
+reads = tries = pulls = 0
 for a in sys.argv[1:]:
     with urllib.request.urlopen(f"http://{a}/metrics") as r:
         for l in r.read().decode().splitlines():
@@ -175,7 +176,9 @@ for a in sys.argv[1:]:
                 reads += float(v)
             elif name == "crewd_job_store_read_tries_total":
                 tries += float(v)
-print(int(reads), int(tries))
+            elif name.startswith("natsjs_pulls_total{"):
+                pulls += float(v)
+print(int(reads), int(tries), int(pulls))
 PY
 }
 # Each container's CPU time so far, in ns, from its cgroup (v1 or v2):
@@ -199,7 +202,7 @@ measure() {
   echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
   read -r m0 a0 < <(counters)
   read -r q0 < <(crewd_msgs)
-  read -r r0 t0 < <(crewd_reads)
+  read -r r0 t0 p0 < <(crewd_reads)
   cpu_times >"$tmp/cpu0"
   profiles=()
   if [ -n "$profdir" ]; then
@@ -216,11 +219,12 @@ measure() {
   for pid in "${profiles[@]}"; do wait "$pid" || echo "jobs-bench: a profile was not taken" >&2; done
   read -r m1 a1 < <(counters)
   read -r q1 < <(crewd_msgs)
-  read -r r1 t1 < <(crewd_reads)
+  read -r r1 t1 p1 < <(crewd_reads)
   cpu_times >"$tmp/cpu1"
   python3 -c "import sys; m, a, n = $((m1 - m0)), $((a1 - a0)), $requests; print(f'${label:+$label: }writes     {(m + a) / n:.2f} a job: {m} messages stored (jobs and records) and {a} acks for {n} jobs')"
   python3 -c "q, n = $((q1 - q0)), $requests; print(f'${label:+$label: }to nats    {q / n:.2f} messages a job from crewd (publishes, acks, pulls, API requests): {q}')"
   python3 -c "r, t, n = $((r1 - r0)), $((t1 - t0)), $requests; print(f'${label:+$label: }reads      {r / n:.2f} a job, {t / max(r, 1):.2f} requests a read (hedged): {r} reads, {t} requests')"
+  python3 -c "p, n = $((p1 - p0)), $requests; print(f'${label:+$label: }pulls      {p / n:.2f} a job: {p} pull requests from crewd')"
   python3 - "$tmp/cpu0" "$tmp/cpu1" "$requests" "${label:+$label: }" <<'PY'
 import sys
 before = dict(l.split() for l in open(sys.argv[1]) if l.strip())

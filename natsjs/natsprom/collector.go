@@ -24,7 +24,7 @@ type Collector struct {
 	src        *natsjs.Source
 	lagTimeout time.Duration
 
-	received, redelivered, outcomes, deadLetters, heartbeats, held, window, lag *prometheus.Desc
+	received, redelivered, outcomes, deadLetters, heartbeats, pulls, held, window, lag *prometheus.Desc
 }
 
 // Option configures NewCollector. Options are created by the With...
@@ -82,6 +82,7 @@ func NewCollector(src *natsjs.Source, opts ...Option) (*Collector, error) {
 	c.outcomes = desc("messages_total", "Messages settled, by outcome: acked, naked (a failure, retried after a backoff), termed (after the last attempt), handed_back (naked without delay by a stop), unavailable (run again after a short delay on the same delivery: the handler reported an outage of what it needs, not a failure), lease_lost.", "outcome")
 	c.deadLetters = desc("dead_letters_total", "Messages published to the dead-letter subject.")
 	c.heartbeats = desc("heartbeats_total", "Lease renewals (InProgress) sent.")
+	c.pulls = desc("pulls_total", "Pull requests sent (each costs a clustered consumer two replicated writes): messages_received_total over it is how well pulls batch.")
 	c.held = desc("messages_held", "Messages held now, by state: waiting (not started), resting (waiting out an outage's delay before it runs again) or running (started: its handler running, or its ack awaiting the server's confirmation).", "state")
 	c.window = desc("window", "The pull window of the last pull decision: messages not started the Source may hold beyond the pool's free slots (adaptive unless fixed by WithWindow).")
 	c.lag = desc("consumer_lag", "The consumer's lag on the server: messages not yet delivered plus messages delivered and not yet acked.")
@@ -95,6 +96,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.outcomes
 	ch <- c.deadLetters
 	ch <- c.heartbeats
+	ch <- c.pulls
 	ch <- c.held
 	ch <- c.window
 	if c.lagTimeout > 0 {
@@ -118,6 +120,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.outcomes, s.LeasesLost, "lease_lost")
 	counter(c.deadLetters, s.DeadLettered)
 	counter(c.heartbeats, s.Heartbeats)
+	counter(c.pulls, s.Pulls)
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(s.Unstarted), "waiting")
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(s.Resting), "resting")
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(max(0, s.InFlight-s.Unstarted-s.Resting)), "running")

@@ -77,8 +77,12 @@ natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "natsjs_messages_total", "natsjs_messages_held"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
-		t.Fatalf("%d series (%v), want 15", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 16 {
+		t.Fatalf("%d series (%v), want 16", n, err)
+	}
+	// The pulls sent: at least one brought the five, and Stats counts them.
+	if got, want := counterValue(t, reg, "natsjs_pulls_total"), float64(src.Stats().Pulls); got != want || want < 1 {
+		t.Fatalf("natsjs_pulls_total = %v, want Stats().Pulls %v (at least 1)", got, want)
 	}
 	// The window of the last pull decision, as Stats has it.
 	if got, want := gaugeValue(t, reg, "natsjs_window"), float64(src.Stats().Window); got != want || want < 2 {
@@ -113,6 +117,22 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 }
 
 // gaugeValue is the value of the one series of gauge name in reg.
+// counterValue is the value of the single series of counter name.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no single %s series", name)
+	return 0
+}
+
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()

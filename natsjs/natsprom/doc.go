@@ -12,6 +12,7 @@
 //	natsjs_messages_total{outcome}     counter  acked, naked, termed, handed_back, unavailable, lease_lost
 //	natsjs_dead_letters_total          counter  messages published to the dead-letter subject
 //	natsjs_heartbeats_total            counter  lease renewals (InProgress) sent
+//	natsjs_pulls_total                 counter  pull requests sent (a clustered consumer replicates each twice)
 //	natsjs_messages_held{state}        gauge    held now: waiting, resting, running
 //	natsjs_consumer_lag                gauge    NumPending + NumAckPending, asked of the server
 //

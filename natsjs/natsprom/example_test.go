@@ -57,5 +57,5 @@ func ExampleWithoutLag() {
 	fmt.Println(len(families), "families, lag among them:", slices.ContainsFunc(families, func(mf *dto.MetricFamily) bool {
 		return mf.GetName() == "natsjs_consumer_lag"
 	}))
-	// Output: 7 families, lag among them: false
+	// Output: 8 families, lag among them: false
 }
