@@ -39,12 +39,7 @@ type storeStats struct {
 
 // stats reads r's storeStats.
 func (r *Runner) stats() storeStats {
-	s := storeStats{up: !r.health.down.Load(), handbacks: r.health.handbacks.Load()}
-	for _, h := range []*hedger{&r.store.records.reads, &r.store.jobStream.reads} {
-		s.reads += h.reads.Load()
-		s.tries += h.tries.Load()
-	}
-	return s
+	return storeStats{up: !r.health.down.Load(), handbacks: r.health.handbacks.Load(), reads: r.reads.reads.Load(), tries: r.reads.tries.Load()}
 }
 
 // collector exports a store's instruments (a Partitioned's partitions

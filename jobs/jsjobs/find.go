@@ -76,7 +76,7 @@ func (r *jobStore) find(ctx context.Context, id string) (rec jobs.Record, rev, s
 // was read (a record, once written, stays until the job's message is long
 // gone), whichever read came first.
 func (r *jobStore) firstLook(ctx context.Context, id string) (jobs.Record, uint64, uint64, error) {
-	if !r.records.reads.suspected() && !r.jobStream.reads.suspected() {
+	if !r.records.reads.suspected() {
 		rec, rev, err := r.load(ctx, id)
 		if !errors.Is(err, jobs.ErrNotFound) {
 			return rec, rev, 0, err

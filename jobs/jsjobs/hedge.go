@@ -28,8 +28,9 @@ import (
 // store slow for its load (answers taking 300 ms) is not sent every read
 // ten times over, which would slow it further.
 //
-// A read answered by a try sent again while an earlier one was still out
-// makes the store suspect for hedgeSuspect: while it is, each read is sent
+// A store is suspect for hedgeSuspect once hedgeSuspectWhen of its latest
+// hedgeSuspectOf reads were each answered by a try sent again while an
+// earlier one was still out: while it is, each read is sent
 // hedgeSuspectTries times at once, and again so after each wait. A
 // replica cut off stays picked for seconds, and a Get makes several reads
 // in a row (a queued job's: its record, then its message): sent once, each
@@ -37,11 +38,21 @@ import (
 // frozen under load, more tries go unanswered than the third that went to
 // it: the replicas left, which replicate to the frozen one, answer late
 // too. Sent four times at once, a read waits for a second round only when
-// all four went unanswered, and gives up only when all hedgeTries did. A store merely slow answers its earliest try first and is never
-// suspect: it is not asked each read four times over.
+// all four went unanswered, and gives up only when all hedgeTries did.
+//
+// Why a share of the reads, not one: a store busy for its load (its
+// servers short of CPU) also has a read now and then answered by its
+// second try first, the replica it went to a little busier than the next.
+// Were one such read enough, a busy store would stay suspect as long as
+// its load lasts, each read four requests and a Get six reads, which keep
+// it busier. Only a read slower than twice
+// the latest reads' 90th percentile is sent again, so a busy store's share
+// stays well under a tenth, whereas a replica cut off of three leaves a
+// third of the reads to be sent again, or more.
 
 // hedgeFloor and hedgeCeiling bound the wait before a read is sent again,
-// and hedgeTries how often it is sent at most.
+// and hedgeTries how often it is sent at most; the rest say when a store
+// is suspect, for how long, and how many tries a read then sends at once.
 const (
 	hedgeFloor   = 100 * time.Millisecond
 	hedgeCeiling = 500 * time.Millisecond
@@ -49,6 +60,8 @@ const (
 
 	hedgeSuspect      = 10 * time.Second
 	hedgeSuspectTries = 4
+	hedgeSuspectOf    = 32
+	hedgeSuspectWhen  = 8
 )
 
 // hedger keeps how long the latest answered reads took, for the wait
@@ -58,7 +71,10 @@ type hedger struct {
 	took [64]time.Duration // a ring of the latest answers' times
 	n    int               // answers kept so far
 
-	suspectUntil time.Time // a read went unanswered past its wait: until then, tries go hedgeSuspectTries at once
+	suspectUntil time.Time            // until then, tries go hedgeSuspectTries at once
+	resent       [hedgeSuspectOf]bool // of the latest reads answered, those answered past an earlier try still out
+	answered     int                  // reads answered so far
+	resentN      int                  // trues in resent
 
 	reads, tries atomic.Uint64 // reads made, and the tries they sent (the store's collector exports both)
 }
@@ -71,11 +87,23 @@ func (h *hedger) observe(d time.Duration) {
 	h.n++
 }
 
-// suspect marks the store as having left a read unanswered past its wait.
-func (h *hedger) suspect() {
+// answeredPast keeps whether a read was answered by a try sent again
+// while an earlier one was still out, and makes the store suspect when
+// hedgeSuspectWhen of the latest hedgeSuspectOf were.
+func (h *hedger) answeredPast(past bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.suspectUntil = time.Now().Add(hedgeSuspect)
+	i := h.answered % len(h.resent)
+	if h.resent[i] {
+		h.resentN--
+	}
+	if h.resent[i] = past; past {
+		h.resentN++
+	}
+	h.answered++
+	if past && h.resentN >= hedgeSuspectWhen {
+		h.suspectUntil = time.Now().Add(hedgeSuspect)
+	}
 }
 
 // first is how many tries a read sends at once.
@@ -108,9 +136,9 @@ func (h *hedger) wait() time.Duration {
 // h.wait() while no try has answered (at most hedgeTries in all), until one answers
 // with anything but a timeout, or every try has timed out (ctx's deadline:
 // each try has all of ctx's time). It returns the first answer, and
-// returns only once every try it began has ended. An answer to a try sent
-// again while an earlier one is still out makes the store suspect: a
-// store merely slow answers its earliest try first.
+// returns only once every try it began has ended. It keeps whether the
+// answer came from a try sent again while an earlier one was still out
+// (answeredPast).
 func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T, error)) (T, error) {
 	type answer struct {
 		v     T
@@ -150,9 +178,7 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 			out[a.round]--
 			if !timedOut(a.err) {
 				h.observe(a.took)
-				if slices.ContainsFunc(out[:a.round], func(n int) bool { return n > 0 }) {
-					h.suspect()
-				}
+				h.answeredPast(slices.ContainsFunc(out[:a.round], func(n int) bool { return n > 0 }))
 				return a.v, a.err
 			}
 			if pending == 0 && (began == hedgeTries || ctx.Err() != nil) {

@@ -115,14 +115,16 @@ func TestHedgedWaitsAsLongAsAnswersTake(t *testing.T) {
 	})
 }
 
-// TestHedgedSuspectsACutReplica: a read answered by a try sent again while
-// its first is still out (a replica cut off) makes the store suspect, and
-// the reads that follow within hedgeSuspect are each sent
-// hedgeSuspectTries times at once, so that one read waits only when all of
-// them went to the cut replica; past hedgeSuspect without another such
-// answer, a read is sent once again. A store merely slow, whose first try
-// answers after the read was sent again, is never suspect: it is not
-// asked each read three times over.
+// TestHedgedSuspectsACutReplica: with a replica of three cut off (a
+// third of the reads' first tries unanswered), the store is suspect once
+// hedgeSuspectWhen of its latest hedgeSuspectOf reads were answered by a
+// try sent again while the first was out, and the reads that follow within
+// hedgeSuspect are each sent hedgeSuspectTries times at once, so that one
+// read waits only when all of them went to the cut replica; past
+// hedgeSuspect without another such answer, a read is sent once again. A
+// store merely slow, whose first try answers after the read was sent
+// again, is never suspect; nor is a busy one, whose reads are answered by
+// a try sent again now and then (one in ten) while the first is out.
 func TestHedgedSuspectsACutReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h hedger
@@ -134,13 +136,29 @@ func TestHedgedSuspectsACutReplica(t *testing.T) {
 			}
 			return 1, nil
 		}
-		if _, err := hedged(t.Context(), &h, cut); err != nil {
-			t.Fatal(err)
+		fine := func(context.Context) (int, error) { return 1, nil }
+		// A third of the reads' first tries go to the cut replica.
+		reads := 0
+		for h.first() == 1 {
+			tries.Store(0)
+			read := fine
+			if reads%3 == 0 {
+				read = cut
+			}
+			if _, err := hedged(t.Context(), &h, read); err != nil {
+				t.Fatal(err)
+			}
+			if reads++; reads > 3*hedgeSuspectOf {
+				t.Fatalf("a third of the reads past a cut replica: not suspect after %d reads", reads)
+			}
+		}
+		if reads != 3*(hedgeSuspectWhen-1)+1 {
+			t.Errorf("suspect after %d reads, want %d (the %dth past the cut replica)", reads, 3*(hedgeSuspectWhen-1)+1, hedgeSuspectWhen)
 		}
 		if n := h.first(); n != hedgeSuspectTries {
-			t.Fatalf("after a read answered past a cut replica, %d tries at once; want %d", n, hedgeSuspectTries)
+			t.Fatalf("suspect: %d tries at once; want %d", n, hedgeSuspectTries)
 		}
-		// Suspect: three tries at once, the first of them still hanging.
+		// Suspect: four tries at once, the first of them still hanging.
 		tries.Store(0)
 		start := time.Now()
 		if _, err := hedged(t.Context(), &h, cut); err != nil {
@@ -171,6 +189,30 @@ func TestHedgedSuspectsACutReplica(t *testing.T) {
 		}
 		if n := h.first(); n != 1 {
 			t.Errorf("a slow store answering its first try late: %d tries at once; want 1 (not suspect)", n)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// A busy store: one read in ten has its first try answered late,
+		// after the second (sent again at 100 ms) has answered.
+		var h hedger
+		for i := range 1000 {
+			var tries atomic.Int32
+			_, err := hedged(t.Context(), &h, func(ctx context.Context) (int, error) {
+				if tries.Add(1) == 1 && i%10 == 0 {
+					select {
+					case <-time.After(time.Second):
+					case <-ctx.Done():
+					}
+					return 0, ctx.Err()
+				}
+				return 1, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := h.first(); n != 1 {
+				t.Fatalf("a busy store, one read in ten answered by its second try: suspect after %d reads", i+1)
+			}
 		}
 	})
 }

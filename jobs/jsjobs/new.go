@@ -39,9 +39,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r.deps = newDeps(r.indexState, r.settleWaiting, func() { _, _ = r.tails() })
 	name := cmp.Or(cfg.Replica, ReplicaName())
 	r.announcer = announcer{name: name, js: js, subject: r.layout.record(replicaPrefix + name), timeout: cfg.StoreTimeout, running: &r.running, log: cfg.Log}
-	stream := &jobStream{js: js, layout: r.layout, storeTimeout: cfg.StoreTimeout, leader: leaderLast(js, cfg.StoreTimeout, cfg.Stream)}
+	r.reads = cfg.reads
+	if r.reads == nil {
+		r.reads = new(hedger)
+	}
+	stream := &jobStream{js: js, reads: r.reads, layout: r.layout, storeTimeout: cfg.StoreTimeout, leader: leaderLast(js, cfg.StoreTimeout, cfg.Stream)}
 	r.store = jobStore{
-		records: &records{js: js, layout: r.layout, storeTimeout: cfg.StoreTimeout, atLeader: leaderLast(js, cfg.StoreTimeout, r.layout.bucketStream()),
+		records: &records{js: js, reads: r.reads, layout: r.layout, storeTimeout: cfg.StoreTimeout, atLeader: leaderLast(js, cfg.StoreTimeout, r.layout.bucketStream()),
 			succeededTTL: cfg.SucceededTTL, failedTTL: cfg.FailedTTL},
 		jobStream: stream,
 	}

@@ -77,8 +77,10 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 		return nil, fmt.Errorf("jetstream runner: bad settings: partitions %d, want 1 to %d", n, MaxPartitions)
 	}
 	p := &Partitioned{Failover: DefaultFailover, failedAt: make([]time.Time, n), leaders: make([]string, n), storedAt: make([]atomic.Int64, n), metrics: newPartitionMetrics(cmp.Or(cfg.Namespace, DefaultNamespace), n)}
+	reads := new(hedger) // the partitions are on the same servers: a replica cut off is so for every one
 	for k := range n {
 		c := cfg
+		c.reads = reads
 		c.Stream, c.Bucket = partitionNames(cfg.Stream, cfg.Bucket, k)
 		if k > 0 && c.Journal != "" {
 			c.Journal = "" // one journal, the Source's (partitioned_source.go)

@@ -104,13 +104,11 @@ func (p *Partitioned) Outcomes() Outcomes { return p.parts[0].Outcomes() }
 // and each partition's own (partitionMetrics).
 func (p *Partitioned) Collector() prometheus.Collector {
 	return partitionCollector{collector{p.parts[0].instruments, func() storeStats {
-		all := storeStats{up: true}
-		for _, r := range p.parts {
+		all := p.parts[0].stats() // the reads: the partitions share their hedging
+		for _, r := range p.parts[1:] {
 			s := r.stats()
 			all.up = all.up && s.up
 			all.handbacks += s.handbacks
-			all.reads += s.reads
-			all.tries += s.tries
 		}
 		return all
 	}, p.Queues}, p.parts, p.metrics}

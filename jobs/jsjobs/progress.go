@@ -80,7 +80,7 @@ func (r *Runner) purgeProgress(ctx context.Context, id string) {
 func (r *records) progress(ctx context.Context, rec *jobs.Record) {
 	ctx, cancel := context.WithTimeout(ctx, r.storeTimeout)
 	defer cancel()
-	e, err := hedged(ctx, &r.reads, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
+	e, err := hedged(ctx, r.reads, func(ctx context.Context) (jetstream.KeyValueEntry, error) {
 		return r.kv.Get(ctx, progressKey(rec.ID))
 	})
 	if err != nil {

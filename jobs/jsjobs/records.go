@@ -24,7 +24,7 @@ type records struct {
 	layout       layout
 	storeTimeout time.Duration
 	atLeader     lastMsg // reads a record from the bucket's leader (leaderLast)
-	reads        hedger  // the latest reads' times, for sending one again (hedged)
+	reads        *hedger // the store's reads' hedging (hedged)
 
 	succeededTTL, failedTTL time.Duration
 }
@@ -72,7 +72,7 @@ func (r *records) load(ctx context.Context, id string) (jobs.Record, uint64, err
 	defer cancel()
 	// Any replica of the bucket answers a read (direct get), but a request
 	// may go to one cut off the network: hedged.
-	e, err := hedged(ctx, &r.reads, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return r.kv.Get(ctx, id) })
+	e, err := hedged(ctx, r.reads, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return r.kv.Get(ctx, id) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrInvalidKey) {
 		return jobs.Record{}, 0, jobs.ErrNotFound
 	}

@@ -48,6 +48,7 @@ type Runner struct {
 	js          jetstream.JetStream
 	layout      layout   // where everything is (layout.go)
 	store       jobStore // the jobs' stream and their records (find.go)
+	reads       *hedger  // how the store's reads are hedged (hedge.go): its stream's and its bucket's, and a Partitioned's every partition's
 	health      storeHealth
 	instruments *instruments                                       // metrics, spans and outcome counts (instruments.go)
 	running     runs                                               // the jobs running here, for Cancel (running.go)
@@ -148,6 +149,8 @@ type Config struct {
 	Namespace string
 
 	Log *slog.Logger // may be nil
+
+	reads *hedger // the reads' hedging, shared by a Partitioned's partitions (on the same servers); nil: the Runner's own
 }
 
 // defaults fills in what cfg leaves zero.

@@ -28,7 +28,7 @@ type jobStream struct {
 	storeTimeout time.Duration
 	schedules    bool    // the stream allows message schedules
 	leader       lastMsg // reads a message from the stream's leader (leaderLast)
-	reads        hedger  // the latest reads any replica answers, for sending one again (hedged)
+	reads        *hedger // the store's reads' hedging (hedged)
 
 	mu     sync.Mutex             // guards queues
 	queues map[string]*queueState // the queues known here, by name: their consumers and how far each has delivered
@@ -64,7 +64,7 @@ func (r *jobStream) waiting(ctx context.Context, id string) (jobs.Record, uint64
 // anyReplica reads a subject's last message from whichever of the
 // stream's replicas answers first (a direct get, hedged).
 func (r *jobStream) anyReplica(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	return hedged(ctx, &r.reads, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+	return hedged(ctx, r.reads, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
 		return r.jobs.GetLastMsgForSubject(ctx, subject)
 	})
 }
