@@ -3,8 +3,8 @@
 # compose file up under a project of its own (three nats-servers, the jobs
 # stream and bucket on all three, three crewd replicas of 16 workers, the
 # trace collector), then crewload posts sleep jobs of 5-20 ms from 64
-# clients to crewd1 while all three replicas run them, and waits for every
-# one to end. It prints jobs/s accepted, jobs/s ended, the ideal (48
+# clients to the three replicas in turn (as a Service spreads them) while
+# all three run them, and waits for every one to end. It prints jobs/s accepted, jobs/s ended, the ideal (48
 # workers / mean sleep), the share of it measured, the p50/p99 of
 # POST /v1/jobs, and the replicated writes a job (messages the jobs' stream
 # and the records' bucket stored, and the consumer's acks, read from nats1's
@@ -99,7 +99,8 @@ for v in CREWD1_PORT CREWD2_PORT CREWD3_PORT CREWD1_ADMIN_PORT CREWD2_ADMIN_PORT
   export "$v="
 done
 # up starts the cluster with crewd image $1 and $2 partitions and waits
-# for the three replicas: url is crewd1's, monitor nats1's.
+# for the three replicas: url is the three's APIs (comma-separated, crewd1's
+# first), monitor nats1's.
 up() {
   export CREWD_IMAGE=$1 CREW_JOB_PARTITIONS=$2
   "${dc[@]}" -p "$project" up -d >/dev/null 2>&1
@@ -117,7 +118,7 @@ up() {
       sleep 0.5
     done
     [ -n "$a" ] || { echo "jobs-bench: $s not ready" >&2; "${dc[@]}" -p "$project" logs --tail 20 >&2; exit 1; }
-    [ "$s" = crewd1 ] && url="http://$a"
+    url="${url:+$url,}http://$a"
     admins+=("$(docker port "$("${dc[@]}" -p "$project" ps -q "$s")" 9090/tcp | head -1)")
   done
   monitor=$(docker port "$("${dc[@]}" -p "$project" ps -q nats1)" 8222/tcp | head -1)
@@ -199,7 +200,7 @@ cpu_times() {
 # measure runs round $1 on the cluster up, its lines prefixed with $2.
 measure() {
   round=$1 label=$2
-  echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients to crewd1"
+  echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients, posted to each crewd in turn"
   read -r m0 a0 < <(counters)
   read -r q0 < <(crewd_msgs)
   read -r r0 t0 p0 < <(crewd_reads)

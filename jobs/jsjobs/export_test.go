@@ -55,8 +55,10 @@ func (r *Runner) HandleRetryDelivery(ctx context.Context, id string, retryOf uin
 
 // OnRecordMissing has fn run after each read of a record that finds none,
 // before the reader goes on: a test makes a job move on between a Get's
-// reads.
+// reads. The reads are then sent once each, not hedged: a read is not
+// sent again past fn.
 func (r *Runner) OnRecordMissing(fn func(id string)) {
+	r.reads.once = true
 	r.store.kv = missingRecord{KeyValue: r.store.kv, fn: fn}
 }
 
@@ -74,8 +76,10 @@ func (m missingRecord) Get(ctx context.Context, key string) (jetstream.KeyValueE
 }
 
 // OnMessageMissing has fn run after each read of a job's message that
-// finds none, before the reader goes on.
+// finds none, before the reader goes on, the reads not hedged
+// (OnRecordMissing).
 func (r *Runner) OnMessageMissing(fn func(id string)) {
+	r.reads.once = true
 	r.store.jobs = missingMessage{Stream: r.store.jobs, fn: fn, prefix: r.layout.job("")}
 }
 
@@ -266,7 +270,5 @@ func (p *Partitioned) LaneLeaders(ctx context.Context) map[string]int {
 // answer (hedge.go): each sent several times at once, a Get's reads at
 // once.
 func (r *Runner) SuspectReplicas() {
-	for range hedgeSuspectWhen {
-		r.reads.answeredPast(true)
-	}
+	r.reads.suspect()
 }

@@ -28,9 +28,9 @@ import (
 // store slow for its load (answers taking 300 ms) is not sent every read
 // ten times over, which would slow it further.
 //
-// A store is suspect for hedgeSuspect once hedgeSuspectWhen of its latest
-// hedgeSuspectOf reads were each answered by a try sent again while an
-// earlier one was still out: while it is, each read is sent
+// A store is suspect for hedgeSuspect once a read was answered by a try
+// sent again while an earlier one was out, and that earlier try was still
+// unanswered hedgeGrace later: while it is, each read is sent
 // hedgeSuspectTries times at once, and again so after each wait. A
 // replica cut off stays picked for seconds, and a Get makes several reads
 // in a row (a queued job's: its record, then its message): sent once, each
@@ -40,28 +40,28 @@ import (
 // too. Sent four times at once, a read waits for a second round only when
 // all four went unanswered, and gives up only when all hedgeTries did.
 //
-// Why a share of the reads, not one: a store busy for its load (its
-// servers short of CPU) also has a read now and then answered by its
-// second try first, the replica it went to a little busier than the next.
-// Were one such read enough, a busy store would stay suspect as long as
-// its load lasts, each read four requests and a Get six reads, which keep
-// it busier. Only a read slower than twice
-// the latest reads' 90th percentile is sent again, so a busy store's share
-// stays well under a tenth, whereas a replica cut off of three leaves a
-// third of the reads to be sent again, or more.
+// Why the earlier try is waited for: a store busy for its load (its
+// servers short of CPU) also has reads answered by their second try first,
+// many at once when the servers stall together, but their first tries
+// answer a moment later; a replica cut off never answers. Were the second
+// try's answer enough, a busy store would stay suspect as long as its load
+// lasts, each read four requests and a Get six reads, which keep it
+// busier. So the tries a read sent before its answer are left out, after
+// it returns, for hedgeGrace more, never past the read's deadline.
 
 // hedgeFloor and hedgeCeiling bound the wait before a read is sent again,
-// and hedgeTries how often it is sent at most; the rest say when a store
-// is suspect, for how long, and how many tries a read then sends at once.
+// and hedgeTries how often it is sent at most; hedgeGrace is how long the
+// earlier tries of a read answered by a later one are waited for, and a
+// store is suspect for hedgeSuspect, its reads sent hedgeSuspectTries
+// times at once.
 const (
 	hedgeFloor   = 100 * time.Millisecond
 	hedgeCeiling = 500 * time.Millisecond
 	hedgeTries   = 20
 
+	hedgeGrace        = 500 * time.Millisecond
 	hedgeSuspect      = 10 * time.Second
 	hedgeSuspectTries = 4
-	hedgeSuspectOf    = 32
-	hedgeSuspectWhen  = 8
 )
 
 // hedger keeps how long the latest answered reads took, for the wait
@@ -71,10 +71,8 @@ type hedger struct {
 	took [64]time.Duration // a ring of the latest answers' times
 	n    int               // answers kept so far
 
-	suspectUntil time.Time            // until then, tries go hedgeSuspectTries at once
-	resent       [hedgeSuspectOf]bool // of the latest reads answered, those answered past an earlier try still out
-	answered     int                  // reads answered so far
-	resentN      int                  // trues in resent
+	suspectUntil time.Time // until then, tries go hedgeSuspectTries at once
+	once         bool      // a test's: each read sent once, never again (a test blocks a try to order a read)
 
 	reads, tries atomic.Uint64 // reads made, and the tries they sent (the store's collector exports both)
 }
@@ -87,23 +85,11 @@ func (h *hedger) observe(d time.Duration) {
 	h.n++
 }
 
-// answeredPast keeps whether a read was answered by a try sent again
-// while an earlier one was still out, and makes the store suspect when
-// hedgeSuspectWhen of the latest hedgeSuspectOf were.
-func (h *hedger) answeredPast(past bool) {
+// suspect makes the store suspect of a replica cut off, for hedgeSuspect.
+func (h *hedger) suspect() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	i := h.answered % len(h.resent)
-	if h.resent[i] {
-		h.resentN--
-	}
-	if h.resent[i] = past; past {
-		h.resentN++
-	}
-	h.answered++
-	if past && h.resentN >= hedgeSuspectWhen {
-		h.suspectUntil = time.Now().Add(hedgeSuspect)
-	}
+	h.suspectUntil = time.Now().Add(hedgeSuspect)
 }
 
 // first is how many tries a read sends at once.
@@ -133,12 +119,13 @@ func (h *hedger) wait() time.Duration {
 }
 
 // hedged runs try (h.first() times at once), and again (as many) every
-// h.wait() while no try has answered (at most hedgeTries in all), until one answers
-// with anything but a timeout, or every try has timed out (ctx's deadline:
-// each try has all of ctx's time). It returns the first answer, and
-// returns only once every try it began has ended. It keeps whether the
-// answer came from a try sent again while an earlier one was still out
-// (answeredPast).
+// h.wait() while no try has answered (at most hedgeTries in all), until
+// one answers with anything but a timeout, or every try has timed out
+// (ctx's deadline: each try has all of ctx's time), or ctx is canceled.
+// It returns the first answer. The tries end when it returns, but those sent
+// before the one that answered: they are left hedgeGrace more (at most
+// until ctx's deadline, whatever ctx's cancel), and one of them still
+// unanswered then makes the store suspect.
 func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T, error)) (T, error) {
 	type answer struct {
 		v     T
@@ -146,10 +133,9 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 		took  time.Duration
 		round int // how many times the read had been sent again when this try began
 	}
+	tctx, cancel := detached(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // before wg.Wait: the tries left end at once
+	ended := func() { cancel(); wg.Wait() }
 	answers := make(chan answer, hedgeTries)
 	began, round, pending := 0, 0, 0
 	h.reads.Add(1)
@@ -162,7 +148,7 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 		r := round
 		wg.Go(func() {
 			start := time.Now()
-			v, err := try(ctx)
+			v, err := try(tctx)
 			answers <- answer{v, err, time.Since(start), r}
 		})
 	}
@@ -171,6 +157,10 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 	}
 	again := time.NewTimer(h.wait())
 	defer again.Stop()
+	if h.once {
+		again.Stop()
+	}
+	done := ctx.Done()
 	for {
 		select {
 		case a := <-answers:
@@ -178,10 +168,39 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 			out[a.round]--
 			if !timedOut(a.err) {
 				h.observe(a.took)
-				h.answeredPast(slices.ContainsFunc(out[:a.round], func(n int) bool { return n > 0 }))
+				earlier := 0
+				for _, n := range out[:a.round] {
+					earlier += n
+				}
+				if earlier == 0 {
+					ended()
+					return a.v, a.err
+				}
+				// Its earlier tries out: waited for in the background.
+				go func() {
+					defer ended()
+					grace := time.NewTimer(hedgeGrace)
+					defer grace.Stop()
+					for earlier > 0 {
+						select {
+						case b := <-answers:
+							if b.round < a.round && timedOut(b.err) {
+								h.suspect() // out until the read's deadline
+								return
+							}
+							if b.round < a.round {
+								earlier--
+							}
+						case <-grace.C:
+							h.suspect()
+							return
+						}
+					}
+				}()
 				return a.v, a.err
 			}
-			if pending == 0 && (began == hedgeTries || ctx.Err() != nil) {
+			if pending == 0 && (began == hedgeTries || tctx.Err() != nil) {
+				ended()
 				return a.v, a.err
 			}
 			if pending == 0 {
@@ -195,8 +214,29 @@ func hedged[T any](ctx context.Context, h *hedger, try func(context.Context) (T,
 			if began < hedgeTries {
 				again.Reset(h.wait())
 			}
+		case <-done:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				done = nil // the tries have the same deadline: they end with it
+				continue
+			}
+			ended() // canceled
+			var zero T
+			return zero, ctx.Err()
 		}
 	}
+}
+
+// detached is a context for a read's tries: ctx's values and deadline,
+// not its cancel (a caller cancels its context as the read returns, and
+// the tries sent before the answer are waited for a moment more: hedged).
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if d, ok := ctx.Deadline(); ok {
+		var stop context.CancelFunc
+		tctx, stop = context.WithDeadline(tctx, d)
+		return tctx, func() { stop(); cancel() }
+	}
+	return tctx, cancel
 }
 
 // timedOut tells a read that got no answer in time.

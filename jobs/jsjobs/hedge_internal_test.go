@@ -36,8 +36,13 @@ func TestHedgedReadsPastACutReplica(t *testing.T) {
 		if took := time.Since(start); took != 3*hedgeFloor {
 			t.Errorf("answered after %v, want %v (the fourth try's start)", took, 3*hedgeFloor)
 		}
-		if tries.Load() != 4 || ended.Load() != 4 {
-			t.Errorf("%d tries, %d ended when hedged returned; want 4 and 4", tries.Load(), ended.Load())
+		if tries.Load() != 4 || ended.Load() != 1 {
+			t.Errorf("%d tries, %d ended when hedged returned; want 4 and 1 (the earlier three waited for)", tries.Load(), ended.Load())
+		}
+		time.Sleep(hedgeGrace)
+		synctest.Wait()
+		if ended.Load() != 4 || h.first() != hedgeSuspectTries {
+			t.Errorf("%v after the answer, %d tries ended and %d tries a read; want 4 and %d (suspect)", hedgeGrace, ended.Load(), h.first(), hedgeSuspectTries)
 		}
 		if h.reads.Load() != 1 || h.tries.Load() != 4 {
 			t.Errorf("counted %d reads and %d tries, want 1 and 4", h.reads.Load(), h.tries.Load())
@@ -115,16 +120,15 @@ func TestHedgedWaitsAsLongAsAnswersTake(t *testing.T) {
 	})
 }
 
-// TestHedgedSuspectsACutReplica: with a replica of three cut off (a
-// third of the reads' first tries unanswered), the store is suspect once
-// hedgeSuspectWhen of its latest hedgeSuspectOf reads were answered by a
-// try sent again while the first was out, and the reads that follow within
+// TestHedgedSuspectsACutReplica: a read answered by a try sent again while
+// its first is still out, and still out hedgeGrace later (a replica cut
+// off), makes the store suspect, and the reads that follow within
 // hedgeSuspect are each sent hedgeSuspectTries times at once, so that one
 // read waits only when all of them went to the cut replica; past
 // hedgeSuspect without another such answer, a read is sent once again. A
 // store merely slow, whose first try answers after the read was sent
-// again, is never suspect; nor is a busy one, whose reads are answered by
-// a try sent again now and then (one in ten) while the first is out.
+// again, is never suspect, nor a busy one whose first tries answer late
+// (within hedgeGrace), a read in ten, after the second tries have.
 func TestHedgedSuspectsACutReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var h hedger
@@ -136,27 +140,16 @@ func TestHedgedSuspectsACutReplica(t *testing.T) {
 			}
 			return 1, nil
 		}
-		fine := func(context.Context) (int, error) { return 1, nil }
-		// A third of the reads' first tries go to the cut replica.
-		reads := 0
-		for h.first() == 1 {
-			tries.Store(0)
-			read := fine
-			if reads%3 == 0 {
-				read = cut
-			}
-			if _, err := hedged(t.Context(), &h, read); err != nil {
-				t.Fatal(err)
-			}
-			if reads++; reads > 3*hedgeSuspectOf {
-				t.Fatalf("a third of the reads past a cut replica: not suspect after %d reads", reads)
-			}
+		if _, err := hedged(t.Context(), &h, cut); err != nil {
+			t.Fatal(err)
 		}
-		if reads != 3*(hedgeSuspectWhen-1)+1 {
-			t.Errorf("suspect after %d reads, want %d (the %dth past the cut replica)", reads, 3*(hedgeSuspectWhen-1)+1, hedgeSuspectWhen)
+		if n := h.first(); n != 1 {
+			t.Fatalf("as a read is answered past its first try, %d tries at once; want 1 (its first waited for)", n)
 		}
+		time.Sleep(hedgeGrace)
+		synctest.Wait()
 		if n := h.first(); n != hedgeSuspectTries {
-			t.Fatalf("suspect: %d tries at once; want %d", n, hedgeSuspectTries)
+			t.Fatalf("the first try unanswered %v after the answer: %d tries at once; want %d", hedgeGrace, n, hedgeSuspectTries)
 		}
 		// Suspect: four tries at once, the first of them still hanging.
 		tries.Store(0)
@@ -192,27 +185,57 @@ func TestHedgedSuspectsACutReplica(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		// A busy store: one read in ten has its first try answered late,
-		// after the second (sent again at 100 ms) has answered.
+		// A busy store: one read in ten has its first try answered 300 ms
+		// late, after the second (sent again at 100 ms) has answered.
 		var h hedger
-		for i := range 1000 {
+		for i := range 200 {
 			var tries atomic.Int32
 			_, err := hedged(t.Context(), &h, func(ctx context.Context) (int, error) {
 				if tries.Add(1) == 1 && i%10 == 0 {
 					select {
-					case <-time.After(time.Second):
+					case <-time.After(300 * time.Millisecond):
+						return 1, nil
 					case <-ctx.Done():
+						return 0, ctx.Err()
 					}
-					return 0, ctx.Err()
 				}
 				return 1, nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
+			time.Sleep(10 * time.Millisecond)
 			if n := h.first(); n != 1 {
 				t.Fatalf("a busy store, one read in ten answered by its second try: suspect after %d reads", i+1)
 			}
+		}
+		time.Sleep(hedgeGrace)
+		if n := h.first(); n != 1 {
+			t.Fatalf("a busy store: suspect once its late tries answered")
+		}
+	})
+}
+
+// TestHedgedEndsWithItsCallersCancel: the tries do not take the caller's
+// cancel (those before an answer outlive it: hedged), yet a read canceled
+// returns at once, its tries ended.
+func TestHedgedEndsWithItsCallersCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		var running atomic.Int32
+		start := time.Now()
+		_, err := hedged(ctx, &hedger{}, func(ctx context.Context) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+		if !errors.Is(err, context.Canceled) || time.Since(start) != 50*time.Millisecond {
+			t.Errorf("canceled at 50ms: %v after %v", err, time.Since(start))
+		}
+		if n := running.Load(); n != 0 {
+			t.Errorf("%d tries still running once hedged returned", n)
 		}
 	})
 }

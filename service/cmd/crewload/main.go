@@ -22,7 +22,7 @@ import (
 
 func main() {
 	var o load.Options
-	flag.StringVar(&o.URL, "url", "http://localhost:8080", "crewd's API")
+	flag.StringVar(&o.URL, "url", "http://localhost:8080", "crewd's API, or several replicas' comma-separated (the posts go to each in turn; the counts and -wait ask the first)")
 	flag.StringVar(&o.Mode, "mode", "factorial", "factorial, jobs or mixed")
 	flag.IntVar(&o.Numbers, "numbers", 100, "numbers per factorial request")
 	flag.StringVar(&o.Job, "job", `{"kind":"sleep","duration":"10ms"}`, "the body of a job request")

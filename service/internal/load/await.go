@@ -25,11 +25,11 @@ func (r *run) awaitJobs(ctx context.Context) (*JobsReport, error) {
 		j.Accept = r.lastOK.Sub(r.start)
 	}
 	if r.counted && len(r.ids) > 0 {
-		if err := awaitCounts(ctx, r.client, r.o.URL, r.before, len(r.ids)); err != nil {
+		if err := awaitCounts(ctx, r.client, r.url, r.before, len(r.ids)); err != nil {
 			return nil, fmt.Errorf("waiting for the jobs: %w", err)
 		}
 	}
-	last, ended, succeeded, err := awaitJobs(ctx, r.client, r.o.URL, r.ids, r.o.Concurrency)
+	last, ended, succeeded, err := awaitJobs(ctx, r.client, r.url, r.ids, r.o.Concurrency)
 	if err != nil {
 		return nil, err
 	}

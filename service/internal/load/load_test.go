@@ -81,9 +81,33 @@ func TestRateIsOpenLoop(t *testing.T) {
 	}
 }
 
+// TestPostsSpreadOverReplicas: with several URLs the posts go to each in
+// turn, as a Service spreads them: 30 posts, 10 a replica.
+func TestPostsSpreadOverReplicas(t *testing.T) {
+	var posts [3]atomic.Int64
+	var urls []string
+	for i := range posts {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			posts[i].Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL)
+	}
+	r, err := load.Run(context.Background(), load.Options{URL: strings.Join(urls, ","), Mode: "jobs", Numbers: 1, Requests: 30, Concurrency: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status[202] != 30 || posts[0].Load() != 10 || posts[1].Load() != 10 || posts[2].Load() != 10 {
+		t.Fatalf("30 posts over three replicas: %d, %d, %d accepted of %d; want 10 each", posts[0].Load(), posts[1].Load(), posts[2].Load(), r.Status[202])
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	for _, o := range []load.Options{
 		{URL: "localhost:8080", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1},
+		{URL: "http://x,localhost:8080", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1},
+		{URL: "http://x,", Mode: "jobs", Numbers: 1, Requests: 1, Concurrency: 1},
 		{URL: "http://x", Mode: "all", Numbers: 1, Requests: 1, Concurrency: 1},
 		{URL: "http://x", Mode: "jobs", Numbers: 1, Concurrency: 1},
 		{URL: "http://x", Mode: "jobs", Numbers: 1, Requests: 1, Duration: time.Second, Concurrency: 1},

@@ -3,13 +3,17 @@ package load
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
 // Options say what to send and for how long.
 type Options struct {
-	URL         string        // crewd's API, such as http://localhost:8080
+	// URL is crewd's API, such as http://localhost:8080, or several
+	// replicas' APIs, comma-separated: the posts go to each in turn, as a
+	// Service spreads them, and the counts and the wait ask the first.
+	URL         string
 	Mode        string        // factorial, jobs or mixed
 	Numbers     int           // numbers per factorial request
 	Job         string        // the body of a job request
@@ -35,11 +39,14 @@ type Options struct {
 	Token string
 }
 
+// urls are URL's APIs.
+func (o Options) urls() []string { return strings.Split(o.URL, ",") }
+
 // Validate reports the first bad option.
 func (o Options) Validate() error {
 	switch {
-	case !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://"):
-		return fmt.Errorf("-url %q: want http://host:port", o.URL)
+	case slices.ContainsFunc(o.urls(), func(u string) bool { return !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") }):
+		return fmt.Errorf("-url %q: want http://host:port, or several, comma-separated", o.URL)
 	case o.Mode != "factorial" && o.Mode != "jobs" && o.Mode != "mixed":
 		return fmt.Errorf("-mode %q: want factorial, jobs or mixed", o.Mode)
 	case o.Numbers < 1 || o.Numbers > 1<<20:

@@ -20,7 +20,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 	r := newRun(o)
 	defer r.client.CloseIdleConnections()
 	if o.Wait {
-		r.before, r.counted = readCounts(ctx, r.client, o.URL) // before the first post: the wait's baseline
+		r.before, r.counted = readCounts(ctx, r.client, r.url) // before the first post: the wait's baseline
 	}
 	parent := ctx // -wait's: the jobs end after the sending does
 	if o.Duration > 0 {
@@ -44,6 +44,8 @@ func Run(ctx context.Context, o Options, progress io.Writer) (Report, error) {
 // and count the answers.
 type run struct {
 	o        Options
+	posts    []string // the APIs the posts go to in turn (Options.URL)
+	url      string   // the first: the counts and the wait's
 	requests requests
 	client   *http.Client
 	interval time.Duration // between requests' due times, with a rate; 0 without
@@ -67,6 +69,8 @@ type run struct {
 func newRun(o Options) *run {
 	r := &run{
 		o:        o,
+		posts:    o.urls(),
+		url:      o.urls()[0],
 		requests: newRequests(o),
 		client:   &http.Client{Timeout: 30 * time.Second, Transport: &auth.Transport{Base: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}, Token: o.Token}},
 		status:   map[int]int{},
@@ -115,7 +119,7 @@ func (r *run) sendOne(ctx context.Context, i int64) bool {
 	if r.interval == 0 {
 		t0 = time.Now()
 	}
-	code, answer, err := post(ctx, r.client, r.o.URL+req.path, req.body)
+	code, answer, err := post(ctx, r.client, r.posts[i%int64(len(r.posts))]+req.path, req.body)
 	d := time.Since(t0)
 	if ctx.Err() != nil && err != nil {
 		return false // cut off by the end of the run, not an error of the server
