@@ -81,11 +81,11 @@ natsjs_messages_held{consumer="crewd",state="waiting",stream="jobs"} 0
 		t.Fatalf("%d series (%v), want 16", n, err)
 	}
 	// The pulls sent: at least one brought the five, and Stats counts them.
-	if got, want := counterValue(t, reg, "natsjs_pulls_total"), float64(src.Stats().Pulls); got != want || want < 1 {
+	if got, want := value(t, reg, "natsjs_pulls_total"), float64(src.Stats().Pulls); got != want || want < 1 {
 		t.Fatalf("natsjs_pulls_total = %v, want Stats().Pulls %v (at least 1)", got, want)
 	}
 	// The window of the last pull decision, as Stats has it.
-	if got, want := gaugeValue(t, reg, "natsjs_window"), float64(src.Stats().Window); got != want || want < 2 {
+	if got, want := value(t, reg, "natsjs_window"), float64(src.Stats().Window); got != want || want < 2 {
 		t.Fatalf("natsjs_window = %v, want Stats().Window %v (at least the minimum, 2)", got, want)
 	}
 }
@@ -116,9 +116,8 @@ func TestNewCollectorRejectsBadInput(t *testing.T) {
 	}
 }
 
-// gaugeValue is the value of the one series of gauge name in reg.
-// counterValue is the value of the single series of counter name.
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// value is the value of the one series of name in reg, a counter or a gauge.
+func value(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -126,22 +125,11 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no single %s series", name)
-	return 0
-}
-
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("no single %s series", name)
