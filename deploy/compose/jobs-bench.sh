@@ -129,6 +129,39 @@ up() {
   if [ "$warmup" -gt 0 ]; then
     "$tmp/crewload" -token-file secrets/token -url "$url" -mode jobs -requests "$warmup" -concurrency 64 -sleep 5ms-20ms -wait -workers 48 -progress 0 >/dev/null
   fi
+  placement=$(spread "$2")
+}
+# spread waits, with $1 partitions up to 60 s, until crewd's Balance has
+# spread the leaders of the jobs' streams, buckets and lanes (consumers
+# named crewd*) over the three servers, as a cluster up for a while has
+# them (each server leading as many as another, give or take one); then
+# it says where they are and which server each crewd is attached to (a
+# server with two crewd carries two replicas' publishes, pulls, acks and
+# reads: nats.go picks a server of the URLs at random).
+spread() {
+  python3 - "$1" "${monitors[@]}" <<'PY'
+import json, sys, time, urllib.request
+parts, monitors = int(sys.argv[1]), sys.argv[2:]
+def get(m, path):
+    with urllib.request.urlopen(f"http://{m}{path}") as r:
+        return json.load(r)
+start = time.time()
+while True:
+    led = {}
+    for a in get(monitors[0], "/jsz?accounts=true&streams=true&consumers=true").get("account_details", []):
+        for s in a.get("stream_detail", []):
+            groups = [s] if s["name"].startswith(("jobs", "KV_jobs")) else []
+            groups += [c for c in s.get("consumer_detail") or [] if c["name"].startswith("crewd")]
+            for g in groups:
+                l = (g.get("cluster") or {}).get("leader")
+                led[l] = led.get(l, 0) + 1
+    counts = [led.get(f"nats{i}", 0) for i in (1, 2, 3)]
+    if parts == 1 or max(counts) - min(counts) <= 1 or time.time() - start > 60:
+        break
+    time.sleep(2)
+attached = [sum(1 for c in get(m, "/connz?limit=1024").get("connections") or [] if c.get("name") == "crewd") for m in monitors]
+print(f"leaders    nats1 {counts[0]}, nats2 {counts[1]}, nats3 {counts[2]} (streams, buckets, lanes; waited {time.time() - start:.0f} s); crewd attached: nats1 {attached[0]}, nats2 {attached[1]}, nats3 {attached[2]}")
+PY
 }
 # The replicated writes a job, from nats1's monitor: the messages every
 # partition's jobs stream and records' bucket stored and the acks their
@@ -201,6 +234,7 @@ cpu_times() {
 measure() {
   round=$1 label=$2
   echo "== round $round${label:+ ($label)}: 3 crewd x 16 workers on an R3 JetStream cluster, $requests sleep jobs of 5-20 ms from 64 clients, posted to each crewd in turn"
+  echo "${label:+$label: }$placement"
   read -r m0 a0 < <(counters)
   read -r q0 < <(crewd_msgs)
   read -r r0 t0 p0 < <(crewd_reads)
