@@ -41,7 +41,7 @@ func startJobs(cfg config.Config, log *slog.Logger, pool *crew.Pool) (jobService
 		}
 		return durable.Start(durable.Settings{
 			URL: cfg.NATSURL, Creds: cfg.NATSCreds, DataDir: cfg.DataDir, Listen: cfg.NATSListen,
-			User: cfg.NATSUser, PasswordFile: cfg.NATSPasswordFile, CA: cfg.NATSCA,
+			User: cfg.NATSUser, PasswordFile: cfg.NATSPasswordFile, CA: cfg.NATSCA, InOrder: cfg.NATSInOrder,
 			Config: jsjobsConfig(cfg), Queues: queues, ShutdownMode: cfg.ShutdownMode, Partitions: cfg.JobPartitions,
 		}, log, pool)
 	}

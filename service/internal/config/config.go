@@ -61,6 +61,7 @@ type Config struct {
 	NATSUser         string        // a user of a shared NATS, with NATSPasswordFile; "" for none
 	NATSPasswordFile string        // the file of NATSUser's password
 	NATSCA           string        // the CA file a shared NATS's TLS certificates are checked against; "" for the system's
+	NATSInOrder      bool          // connect to NATSURL's servers in the order given, not at random
 	Journal          string        // the file of the jobs this crewd holds, for a restart to run them at once; "" for <data-dir>/held with the embedded server, none otherwise
 	JobMaxAttempts   int           // runs of one durable job, retries included, unless the job asks for another bound
 	JobQueues        []JobQueue    // the named job queues this crewd serves besides the default one
@@ -138,6 +139,7 @@ func Parse(args []string, getenv func(string) string, usage io.Writer) (Config, 
 	str(&c.AdminAddr, "admin-addr", "address of /metrics (and /debug/pprof/ with -pprof)")
 	str(&c.APITokens, "api-tokens", "the API's token file: a line a token, \"name sha256:<hex> scopes\" (crewd token new -h), read again when it changes; every /v1/ route then asks for a bearer token with its scope")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "serve the API without tokens on any address: anyone who reaches it may submit, read and cancel every job"+env("insecure-no-auth"))
+	fs.BoolVar(&c.NATSInOrder, "nats-in-order", false, "connect to the servers of -nats-url in the order given, the first first, rather than to one picked at random: each replica given its own first server, the replicas are spread evenly over the servers (a few replicas picked at random often share one)"+env("nats-in-order"))
 	fs.BoolVar(&c.PProf, "pprof", false, "serve /debug/pprof/ on the admin listener (-admin-addr)"+env("pprof"))
 	fs.Var((*workers)(&c.Workers), "workers", "the pool's bound: task functions running at once, or \"quota\": the container's CPU quota rounded down, at least 1, for CPU-bound tasks under a quota below 1 CPU (default GOMAXPROCS, which follows the CPU quota rounded up, at least 2)"+env("workers"))
 	num(&c.Queue, "queue", "tasks that may wait for a worker; a full queue answers 503 with Retry-After")
@@ -401,8 +403,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-nats-replicas %d: want 1 to 5", c.NATSReplicas)
 	case c.NATSCreds != "" && (c.Embedded() || !c.Durable()):
 		return fmt.Errorf("-nats-creds %s: for the servers of -nats-url; the embedded server needs none", c.NATSCreds)
-	case (c.NATSUser != "" || c.NATSPasswordFile != "" || c.NATSCA != "") && c.Embedded():
-		return errors.New("-nats-user, -nats-password-file and -nats-ca are for the servers of -nats-url; the embedded server needs none")
+	case (c.NATSUser != "" || c.NATSPasswordFile != "" || c.NATSCA != "" || c.NATSInOrder) && c.Embedded():
+		return errors.New("-nats-user, -nats-password-file, -nats-ca and -nats-in-order are for the servers of -nats-url; the embedded server needs none")
 	case c.Journal != "" && c.Embedded():
 		return errors.New("-journal: with the embedded server crewd keeps its journal in -data-dir (held); -journal is for -nats-url")
 	case (c.NATSUser == "") != (c.NATSPasswordFile == ""):

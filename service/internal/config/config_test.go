@@ -68,6 +68,23 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 }
 
+// TestNATSInOrder: CREW_NATS_IN_ORDER keeps the order of -nats-url's
+// servers; by default nats.go picks one at random.
+func TestNATSInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"CREW_NATS_URL": "nats://a:4222,nats://b:4222"}, false},
+		{map[string]string{"CREW_NATS_URL": "nats://a:4222,nats://b:4222", "CREW_NATS_IN_ORDER": "true"}, true},
+	} {
+		c, err := config.Parse(nil, env(tc.env), &bytes.Buffer{})
+		if err != nil || c.NATSInOrder != tc.want {
+			t.Errorf("%v: in order %v (%v), want %v", tc.env, c.NATSInOrder, err, tc.want)
+		}
+	}
+}
+
 // TestWorkersFromTheQuota: -workers quota (or CREW_WORKERS=quota) is the
 // container's CPU quota rounded down, as crew.CPUBound reads it.
 func TestWorkersFromTheQuota(t *testing.T) {
@@ -132,6 +149,8 @@ func TestBadSettingsSayWhich(t *testing.T) {
 		{env: map[string]string{"CREW_NATS_REPLICAS": "three"}, want: "CREW_NATS_REPLICAS"},
 		{args: []string{"-nats-replicas", "3"}, want: "the embedded server is one server"},
 		{args: []string{"-nats-creds", "/x.creds"}, want: "-nats-creds /x.creds: for the servers of -nats-url"},
+		{args: []string{"-nats-in-order"}, want: "-nats-in-order are for the servers of -nats-url"},
+		{env: map[string]string{"CREW_NATS_URL": "nats://a:4222", "CREW_NATS_IN_ORDER": "maybe"}, want: "CREW_NATS_IN_ORDER"},
 		{args: []string{"-job-queues", "email"}, want: `"email": want name=workers`},
 		{args: []string{"-job-queues", "email=four"}, want: `workers "four": not a number`},
 		{args: []string{"-job-queues", "email=4/x"}, want: `limit "x": not a number`},

@@ -39,7 +39,9 @@ type Settings struct {
 	User, PasswordFile string
 	// CA, if set, is the PEM file of the authority URL's servers' TLS
 	// certificates are checked against.
-	CA      string
+	CA string
+	// InOrder connects to URL's servers in the order given, not at random.
+	InOrder bool
 	DataDir string // the embedded server's JetStream store
 	Listen  string // where the embedded server also serves clients; "" for in-process only
 	jsjobs.Config
@@ -190,6 +192,9 @@ func Start(set Settings, log *slog.Logger, pool *crew.Pool) (*Durable, error) {
 		}
 		if set.CA != "" {
 			opts = append(opts, nats.RootCAs(set.CA))
+		}
+		if set.InOrder {
+			opts = append(opts, nats.DontRandomize())
 		}
 		d.nc, err = nats.Connect(set.URL, opts...)
 	}
