@@ -21,6 +21,12 @@ import (
 // JetStream cluster is forming (no answer, or "temporarily unavailable")
 // the setup is tried again with backoff until ctx ends.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, error) {
+	return newRunner(ctx, js, cfg, new(hedger))
+}
+
+// newRunner is New with the store's reads hedged by reads, which a
+// Partitioned's partitions share (they are on the same servers).
+func newRunner(ctx context.Context, js jetstream.JetStream, cfg Config, reads *hedger) (*Runner, error) {
 	cfg.defaults()
 	if cfg.Kinds == nil || len(cfg.Kinds.Names()) == 0 {
 		return nil, errors.New("jetstream runner: no kinds of job registered (Config.Kinds)")
@@ -39,10 +45,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Runner, erro
 	r.deps = newDeps(r.indexState, r.settleWaiting, func() { _, _ = r.tails() })
 	name := cmp.Or(cfg.Replica, ReplicaName())
 	r.announcer = announcer{name: name, js: js, subject: r.layout.record(replicaPrefix + name), timeout: cfg.StoreTimeout, running: &r.running, log: cfg.Log}
-	r.reads = cfg.reads
-	if r.reads == nil {
-		r.reads = new(hedger)
-	}
+	r.reads = reads
 	stream := &jobStream{js: js, reads: r.reads, layout: r.layout, storeTimeout: cfg.StoreTimeout, leader: leaderLast(js, cfg.StoreTimeout, cfg.Stream)}
 	r.store = jobStore{
 		records: &records{js: js, reads: r.reads, layout: r.layout, storeTimeout: cfg.StoreTimeout, atLeader: leaderLast(js, cfg.StoreTimeout, r.layout.bucketStream()),

@@ -80,12 +80,11 @@ func NewPartitioned(ctx context.Context, js jetstream.JetStream, cfg Config, n i
 	reads := new(hedger) // the partitions are on the same servers: a replica cut off is so for every one
 	for k := range n {
 		c := cfg
-		c.reads = reads
 		c.Stream, c.Bucket = partitionNames(cfg.Stream, cfg.Bucket, k)
 		if k > 0 && c.Journal != "" {
 			c.Journal = "" // one journal, the Source's (partitioned_source.go)
 		}
-		r, err := New(ctx, js, c)
+		r, err := newRunner(ctx, js, c, reads)
 		if err != nil {
 			_ = p.Close()
 			return nil, fmt.Errorf("partition %d: %w", k, err)

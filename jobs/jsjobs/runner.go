@@ -149,8 +149,6 @@ type Config struct {
 	Namespace string
 
 	Log *slog.Logger // may be nil
-
-	reads *hedger // the reads' hedging, shared by a Partitioned's partitions (on the same servers); nil: the Runner's own
 }
 
 // defaults fills in what cfg leaves zero.
